@@ -1,0 +1,54 @@
+// The DeepSeek-V3 forward pass over the layers one rank holds.
+// Reads like the paper: embed -> per layer (norm, MLA attention, residual,
+// norm, MLP or MoE, residual) -> final norm -> lm_head. Knows nothing of MPI:
+// routed experts go through an ExpertBackend.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "common/tensor_view.hpp"
+#include "common/thread_pool.hpp"
+#include "config/model_config.hpp"
+#include "model/batch.hpp"
+#include "model/expert_backend.hpp"
+#include "model/kv_cache.hpp"
+#include "model/layer_range.hpp"
+
+namespace trillion {
+
+struct ModelWeights;  // model/weights.hpp
+
+class Transformer {
+ public:
+  // Maps the weights of `range` from `source` (no copies). `experts` computes
+  // routed experts; null means LocalExperts over `source` (all experts local).
+  Transformer(const ModelConfig& cfg, const LayerRange& range, TensorSource& source,
+              ThreadPool& pool, ExpertBackend* experts = nullptr);
+  ~Transformer();
+
+  const ModelConfig& config() const { return cfg_; }
+  const LayerRange& range() const { return range_; }
+
+  // x[n, hidden] = embedding rows of tokens[n]. Needs range().has_embed.
+  // Throws InputError for a token id outside [0, vocab_size).
+  void embed(const int32_t* tokens, int64_t n, float* x) const;
+
+  // Runs the held layers in place on x[batch.size(), hidden]: first writes every
+  // row's c_kv/k_pe into `cache` at (slot, pos), then attends each row over its
+  // slot's positions 0..pos (causal). Rows of one slot must be in increasing pos,
+  // and positions before a row's first pos in this batch must already be cached.
+  void forward(const Batch& batch, float* x, KvCache& cache);
+
+  // logits[n, vocab] = lm_head(norm(x[n, hidden])). Needs range().has_head.
+  void logits(const float* x, int64_t n, float* out) const;
+
+ private:
+  const ModelConfig& cfg_;
+  LayerRange range_;
+  ThreadPool& pool_;
+  std::unique_ptr<ModelWeights> weights_;
+  std::unique_ptr<ExpertBackend> owned_experts_;
+  ExpertBackend* experts_;
+};
+
+}  // namespace trillion
