@@ -1,0 +1,79 @@
+// trillion score --model DIR --input REQ.jsonl --output RES.jsonl [--logits-out DIR]
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <variant>
+
+#include "app/commands.hpp"
+#include "app/run_options.hpp"
+#include "common/error.hpp"
+#include "engine/jsonl.hpp"
+#include "engine/request.hpp"
+#include "engine/scorer.hpp"
+
+namespace po = boost::program_options;
+
+namespace trillion::app {
+
+int run_score(const Args& args) {
+  RunOptions ro;
+  std::string input, output, logits_dir;
+  po::options_description desc("options");
+  add_run_options(desc, ro);
+  desc.add_options()
+      ("input", po::value(&input)->required(), "requests, JSONL: {\"id\", \"token_ids\": [...]}")
+      ("output", po::value(&output)->required(), "results, JSONL (one line per request)")
+      ("logits-out", po::value(&logits_dir), "write DIR/<id>.npy: float32 logits [len, vocab]");
+  if (!parse_args(args, "usage: trillion score --model DIR --input REQ.jsonl --output RES.jsonl", desc))
+    return 0;
+
+  const auto lines = read_jsonl_lines(input);
+  LoadedModel m = load_model(ro);
+  if (!logits_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(logits_dir, ec);
+    if (ec) throw SystemError(logits_dir + ": cannot create directory: " + ec.message());
+  }
+  std::vector<Parsed<ScoreRequest>> requests;
+  for (const auto& l : lines)
+    requests.push_back(parse_score_request(l, m.runner->vocab_size(), m.runner->max_len()));
+  reject_duplicate_ids(requests);
+
+  Scorer scorer(*m.runner, ScorerOptions{ro.step_tokens, logits_dir});
+  JsonlWriter out(output, /*append=*/false);
+  int64_t errors = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto& p : requests) {
+    if (auto* e = std::get_if<RequestError>(&p)) {
+      std::fprintf(stderr, "trillion score: %s line %lld: %s\n", input.c_str(), (long long)e->line,
+                   e->message.c_str());
+      out.write(error_record(*e));
+      ++errors;
+      continue;
+    }
+    const ScoreRequest& r = std::get<ScoreRequest>(p);
+    ScoreResult res;
+    try {
+      res = scorer.score(r);
+    } catch (const InputError& e) {
+      RequestError err{r.line, r.id, e.what()};
+      out.write(error_record(err));
+      ++errors;
+      continue;
+    }
+    double total = 0;
+    for (double lp : res.token_logprobs) total += lp;
+    out.write({{"id", r.id},
+               {"num_tokens", r.token_ids.size()},
+               {"token_logprobs", res.token_logprobs},
+               {"total_logprob", total},
+               {"greedy_token_ids", res.greedy_ids}});
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "trillion score: %zu requests (%lld errors), %lld tokens in %.2f s (%.1f tokens/s)\n",
+               requests.size(), (long long)errors, (long long)scorer.tokens_scored(), secs,
+               secs > 0 ? double(scorer.tokens_scored()) / secs : 0.0);
+  return 0;
+}
+
+}  // namespace trillion::app

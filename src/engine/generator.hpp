@@ -1,0 +1,50 @@
+// The generation loop: continuous batching over the runner's sequence slots.
+// Each step carries one decode row per running sequence plus prefill chunks
+// of newly admitted prompts (up to a token budget); a finished sequence frees
+// its slot at once and the next request takes it.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "config/model_config.hpp"
+#include "engine/request.hpp"
+#include "engine/step_runner.hpp"
+
+namespace trillion {
+
+struct GenerationResult {
+  const GenerateRequest* request = nullptr;
+  std::vector<int32_t> token_ids;  // generated ids (EOS included when it ended the sequence)
+  std::string finish_reason;       // "stop" (EOS) | "length" (max_tokens or context)
+};
+
+struct GeneratorOptions {
+  int64_t step_tokens = 256;  // prefill rows per step (decode rows always fit)
+};
+
+struct GeneratorStats {
+  int64_t steps = 0;
+  int64_t prefill_tokens = 0;
+  int64_t decode_tokens = 0;
+  double prefill_seconds = 0;  // wall time of steps that carried prefill rows
+  double decode_seconds = 0;   // wall time of decode-only steps
+};
+
+class Generator {
+ public:
+  Generator(StepRunner& runner, const ModelConfig& cfg, GeneratorOptions opts = {});
+  // Runs every request; `done` is called as each finishes, in completion order.
+  void run(const std::vector<const GenerateRequest*>& requests,
+           const std::function<void(const GenerationResult&)>& done);
+  const GeneratorStats& stats() const { return stats_; }
+
+ private:
+  StepRunner& runner_;
+  const ModelConfig& cfg_;
+  GeneratorOptions opts_;
+  GeneratorStats stats_;
+};
+
+}  // namespace trillion

@@ -1,0 +1,446 @@
+"""Independent float64 reference of the DeepSeek-V3 architecture (numpy only).
+
+Written from the math of Hugging Face `modeling_deepseek.py` and DeepSeek's
+`inference/model.py`; it is the test oracle for the C++ engine. Every weight
+is dequantized exactly to float64 (bf16, DeepSeek fp8 e4m3 with 128x128
+block scales, Kimi K2 compressed-tensors int4 pack-quantized) and the whole
+forward pass runs in float64.
+
+    ckpt  = Checkpoint(hf_dir)                      # safetensors_reader
+    model = Model(Config(ckpt.config), CheckpointWeights(ckpt))
+    logits, routing = model.forward(token_ids)     # [T, vocab], per MoE layer
+
+Shapes: T new tokens, S cached+new positions, d hidden, H heads,
+dn qk_nope_head_dim, dr qk_rope_head_dim, dv v_head_dim, r kv_lora_rank.
+"""
+
+import math
+
+import numpy as np
+
+from safetensors_reader import to_float64, bf16_bits_to_f64, e4m3_bits_to_f64
+
+
+class ConfigError(Exception):
+    pass
+
+
+# ----------------------------------------------------------------------------- config
+
+class Config:
+    """The HF config.json fields the forward pass uses, under their HF names."""
+
+    def __init__(self, cfg):
+        def need(key):
+            if cfg.get(key) is None:
+                raise ConfigError("config.json: missing %s" % key)
+            return cfg[key]
+
+        self.vocab_size = int(need("vocab_size"))
+        self.hidden_size = int(need("hidden_size"))
+        self.intermediate_size = int(need("intermediate_size"))
+        self.num_hidden_layers = int(need("num_hidden_layers"))
+        self.num_attention_heads = int(need("num_attention_heads"))
+        self.q_lora_rank = cfg.get("q_lora_rank")  # None: plain q_proj
+        self.kv_lora_rank = int(need("kv_lora_rank"))
+        self.qk_nope_head_dim = int(need("qk_nope_head_dim"))
+        self.qk_rope_head_dim = int(need("qk_rope_head_dim"))
+        self.v_head_dim = int(need("v_head_dim"))
+        self.rms_norm_eps = float(cfg.get("rms_norm_eps", 1e-6))
+        self.rope_theta = float(cfg.get("rope_theta", 10000.0))
+        self.rope_scaling = cfg.get("rope_scaling")
+        self.first_k_dense_replace = int(cfg.get("first_k_dense_replace", 0) or 0)
+        self.moe_layer_freq = int(cfg.get("moe_layer_freq", 1) or 1)
+        self.n_routed_experts = cfg.get("n_routed_experts")
+        self.n_shared_experts = cfg.get("n_shared_experts")
+        self.moe_intermediate_size = cfg.get("moe_intermediate_size")
+        self.num_experts_per_tok = cfg.get("num_experts_per_tok")
+        self.n_group = int(cfg.get("n_group") or 1)
+        self.topk_group = int(cfg.get("topk_group") or 1)
+        self.norm_topk_prob = bool(cfg.get("norm_topk_prob", False))
+        self.routed_scaling_factor = float(cfg.get("routed_scaling_factor", 1.0))
+        self.topk_method = cfg.get("topk_method", "noaux_tc")
+        self.scoring_func = cfg.get("scoring_func", "sigmoid")
+        self.quantization_config = cfg.get("quantization_config")
+        self.qk_head_dim = self.qk_nope_head_dim + self.qk_rope_head_dim
+
+        if self.q_lora_rank is not None:
+            self.q_lora_rank = int(self.q_lora_rank)
+        if self.qk_rope_head_dim % 2:
+            raise ConfigError("qk_rope_head_dim must be even")
+        if any(self.is_moe_layer(l) for l in range(self.num_hidden_layers)):
+            for key in ("n_routed_experts", "moe_intermediate_size", "num_experts_per_tok"):
+                if getattr(self, key) is None:
+                    raise ConfigError("config.json: MoE layers need %s" % key)
+            if self.topk_method != "noaux_tc" or self.scoring_func != "sigmoid":
+                raise ConfigError("only topk_method noaux_tc with scoring_func sigmoid is implemented "
+                                  "(got %s / %s)" % (self.topk_method, self.scoring_func))
+            if self.n_routed_experts % self.n_group:
+                raise ConfigError("n_routed_experts %d not divisible by n_group %d"
+                                  % (self.n_routed_experts, self.n_group))
+            if self.topk_group > self.n_group:
+                raise ConfigError("topk_group > n_group")
+            if self.topk_group * (self.n_routed_experts // self.n_group) < self.num_experts_per_tok:
+                raise ConfigError("kept groups hold fewer experts than num_experts_per_tok")
+        if self.rope_scaling is not None:
+            kind = self.rope_scaling.get("type", self.rope_scaling.get("rope_type"))
+            if kind != "yarn":
+                raise ConfigError("rope_scaling type %r not implemented (only yarn)" % kind)
+
+    def is_moe_layer(self, layer):
+        return (self.n_routed_experts is not None and layer >= self.first_k_dense_replace
+                and layer % self.moe_layer_freq == 0)
+
+
+# ----------------------------------------------------------------------------- rope
+
+def yarn_get_mscale(scale, mscale):
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+def yarn_correction_dim(num_rotations, dim, base, max_pos):
+    return dim * math.log(max_pos / (num_rotations * 2 * math.pi)) / (2 * math.log(base))
+
+
+def rope_inv_freq(cfg):
+    """(inv_freq [dr/2], cos_sin_mscale) of the rope dims, YaRN when configured."""
+    dim, base = cfg.qk_rope_head_dim, cfg.rope_theta
+    freq_extra = 1.0 / base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+    rs = cfg.rope_scaling
+    if rs is None:
+        return freq_extra, 1.0
+    factor = float(rs["factor"])
+    orig = float(rs.get("original_max_position_embeddings", 4096))
+    beta_fast, beta_slow = float(rs.get("beta_fast", 32)), float(rs.get("beta_slow", 1))
+    mscale, mscale_all_dim = float(rs.get("mscale", 1)), float(rs.get("mscale_all_dim", 0))
+    freq_inter = 1.0 / (factor * base ** (np.arange(0, dim, 2, dtype=np.float64) / dim))
+    low = max(math.floor(yarn_correction_dim(beta_fast, dim, base, orig)), 0)
+    high = min(math.ceil(yarn_correction_dim(beta_slow, dim, base, orig)), dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
+    inv_freq_mask = 1.0 - ramp
+    inv_freq = freq_inter * (1.0 - inv_freq_mask) + freq_extra * inv_freq_mask
+    return inv_freq, yarn_get_mscale(factor, mscale) / yarn_get_mscale(factor, mscale_all_dim)
+
+
+def softmax_scale(cfg):
+    scale = cfg.qk_head_dim ** -0.5
+    rs = cfg.rope_scaling
+    if rs is not None and rs.get("mscale_all_dim"):
+        m = yarn_get_mscale(float(rs["factor"]), float(rs["mscale_all_dim"]))
+        scale = scale * m * m
+    return scale
+
+
+def apply_rope(x, cos, sin):
+    """Rotate adjacent pairs (x[2i], x[2i+1]) by angle_i: x [..., dr], cos/sin [..., dr/2]."""
+    a, b = x[..., 0::2], x[..., 1::2]
+    out = np.empty(np.broadcast_shapes(x.shape, cos.shape[:-1] + (x.shape[-1],)))
+    out[..., 0::2] = a * cos - b * sin
+    out[..., 1::2] = b * cos + a * sin
+    return out
+
+
+# ----------------------------------------------------------------------------- ops
+
+def rms_norm(x, w, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def swiglu(x, gate, up, down):
+    """down(silu(gate x) * up x); x [T, d], gate/up [f, d], down [d, f]."""
+    return (silu(x @ gate.T) * (x @ up.T)) @ down.T
+
+
+# ----------------------------------------------------------------------------- routing
+
+class Routing:
+    """One MoE layer's decisions for T tokens.
+
+    experts [T, k] chosen experts by descending biased score; weights [T, k];
+    expert_margin [T]: k-th minus (k+1)-th biased score among eligible experts
+    (inf when there is no (k+1)-th); group_margin [T]: topk_group-th minus
+    (topk_group+1)-th group score (inf when no group is dropped);
+    groups [T, topk_group] kept groups (None without grouping)."""
+
+    def __init__(self, layer, experts, weights, expert_margin, group_margin, groups):
+        self.layer = layer
+        self.experts = experts
+        self.weights = weights
+        self.expert_margin = expert_margin
+        self.group_margin = group_margin
+        self.groups = groups
+
+
+def route(cfg, x, gate_w, bias, layer=-1):
+    """noaux_tc sigmoid routing: x [T, d], gate_w [E, d], bias [E]."""
+    T = x.shape[0]
+    E, k = cfg.n_routed_experts, cfg.num_experts_per_tok
+    s = sigmoid(x @ gate_w.T)                       # [T, E] unbiased scores
+    biased = s + bias                               # [T, E] selection scores
+    choice = biased
+    group_margin = np.full(T, np.inf)
+    groups = None
+    if cfg.n_group > 1:
+        G, per = cfg.n_group, E // cfg.n_group
+        by_group = -np.sort(-biased.reshape(T, G, per), axis=-1)
+        gscore = by_group[:, :, :min(2, per)].sum(axis=-1)          # [T, G]
+        gorder = np.argsort(-gscore, axis=-1, kind="stable")         # ties: lower group first
+        groups = gorder[:, :cfg.topk_group]
+        keep = np.zeros((T, G), dtype=bool)
+        np.put_along_axis(keep, groups, True, axis=-1)
+        choice = np.where(np.repeat(keep, per, axis=1), biased, -np.inf)
+        if cfg.topk_group < G:
+            gs = np.take_along_axis(gscore, gorder, axis=-1)
+            group_margin = gs[:, cfg.topk_group - 1] - gs[:, cfg.topk_group]
+    order = np.argsort(-choice, axis=-1, kind="stable")             # ties: lower expert first
+    experts = order[:, :k]
+    ranked = np.take_along_axis(choice, order, axis=-1)
+    if k < E:
+        expert_margin = np.where(np.isfinite(ranked[:, k]), ranked[:, k - 1] - ranked[:, k], np.inf)
+    else:
+        expert_margin = np.full(T, np.inf)
+    w = np.take_along_axis(s, experts, axis=-1)
+    if cfg.norm_topk_prob:
+        w = w / np.sum(w, axis=-1, keepdims=True)
+    w = w * cfg.routed_scaling_factor
+    return Routing(layer, experts, w, expert_margin, group_margin, groups)
+
+
+# ----------------------------------------------------------------------------- weights
+
+def dequant_fp8_block(bits, scale_inv, block=(128, 128)):
+    """W[r][c] = e4m3(bits[r][c]) * scale_inv[r // b0][c // b1]; bits [out, in] uint8."""
+    out, inn = bits.shape
+    b0, b1 = block
+    want = (-(-out // b0), -(-inn // b1))
+    if tuple(scale_inv.shape) != want:
+        raise ConfigError("fp8 weight %s needs weight_scale_inv %s, got %s"
+                          % (bits.shape, want, tuple(scale_inv.shape)))
+    scale = np.repeat(np.repeat(scale_inv, b0, axis=0)[:out], b1, axis=1)[:, :inn]
+    return e4m3_bits_to_f64(bits) * scale
+
+
+def dequant_int4_packed(packed, scale, shape, group=32):
+    """compressed-tensors pack-quantized int4: packed [out, in/8] int32, column
+    8j+i in bits 4i..4i+3 of word j as q+8; scale [out, in/group]."""
+    out, inn = int(shape[0]), int(shape[1])
+    if inn % group or tuple(packed.shape) != (out, inn // 8) or tuple(scale.shape) != (out, inn // group):
+        raise ConfigError("int4 weight %s: weight_packed %s / weight_scale %s do not fit (group %d)"
+                          % ((out, inn), tuple(packed.shape), tuple(scale.shape), group))
+    words = np.ascontiguousarray(packed).view(np.uint32)
+    shifts = np.arange(8, dtype=np.uint32) * 4
+    nib = (words[:, :, None] >> shifts) & 0xF                     # [out, in/8, 8]
+    q = nib.reshape(out, inn).astype(np.float64) - 8.0
+    return q * np.repeat(scale, group, axis=1)
+
+
+class DictWeights:
+    """In-memory float64 weights keyed by HF names (`<prefix>.weight` for linears)."""
+
+    def __init__(self, tensors):
+        self.tensors = tensors
+
+    def tensor(self, name):
+        return self.tensors[name]
+
+    def linear(self, prefix):
+        return self.tensors[prefix + ".weight"]
+
+    def embedding_rows(self, ids):
+        return self.tensors["model.embed_tokens.weight"][ids]
+
+
+class CheckpointWeights:
+    """float64 weights dequantized from a HF checkpoint, cached per process.
+    The stored form decides the format: `.weight_packed` -> int4, F8_E4M3
+    `.weight` -> fp8 block scaled, a float `.weight` -> plain."""
+
+    def __init__(self, ckpt):
+        self.ckpt = ckpt
+        self.cache = {}
+        q = ckpt.config.get("quantization_config") or {}
+        self.fp8_block = tuple(q.get("weight_block_size", (128, 128)))
+        self.int4_group = 32
+        for g in (q.get("config_groups") or {}).values():
+            wq = g.get("weights") or {}
+            if wq.get("num_bits") == 4:
+                if not wq.get("symmetric", True):
+                    raise ConfigError("asymmetric int4 not implemented")
+                self.int4_group = int(wq.get("group_size", 32))
+
+    def tensor(self, name):
+        if name not in self.cache:
+            self.cache[name] = self.ckpt.float64(name)
+        return self.cache[name]
+
+    def linear(self, prefix):
+        if prefix in self.cache:
+            return self.cache[prefix]
+        c = self.ckpt
+        if prefix + ".weight_packed" in c:
+            w = dequant_int4_packed(c.raw(prefix + ".weight_packed"),
+                                    c.float64(prefix + ".weight_scale"),
+                                    c.raw(prefix + ".weight_shape"), self.int4_group)
+        elif c.dtype(prefix + ".weight") == "F8_E4M3":
+            if prefix + ".weight_scale_inv" not in c:
+                raise ConfigError("%s: fp8 weight without weight_scale_inv" % prefix)
+            w = dequant_fp8_block(c.raw(prefix + ".weight"), c.float64(prefix + ".weight_scale_inv"),
+                                  self.fp8_block)
+        else:
+            w = c.float64(prefix + ".weight")
+        self.cache[prefix] = w
+        return w
+
+    def embedding_rows(self, ids):
+        name = "model.embed_tokens.weight"
+        return to_float64(self.ckpt.dtype(name), self.ckpt.raw(name)[ids])
+
+
+# ----------------------------------------------------------------------------- model
+
+class KVCache:
+    """Per layer: normalized latent c_kv [S, r] and rotated shared key k_pe [S, dr]."""
+
+    def __init__(self, n_layers):
+        self.c_kv = [None] * n_layers
+        self.k_pe = [None] * n_layers
+        self.length = 0
+
+
+class Model:
+    def __init__(self, cfg, weights):
+        self.cfg = cfg
+        self.w = weights
+        self.inv_freq, self.rope_mscale = rope_inv_freq(cfg)
+        self.softmax_scale = softmax_scale(cfg)
+
+    def rope_cos_sin(self, positions):
+        ang = np.asarray(positions, dtype=np.float64)[:, None] * self.inv_freq[None, :]  # [T, dr/2]
+        return np.cos(ang) * self.rope_mscale, np.sin(ang) * self.rope_mscale
+
+    def attention(self, l, x, start, cache, absorbed):
+        """MLA over x [T, d] at positions start..start+T-1; appends to cache."""
+        cfg, w, p = self.cfg, self.w, "model.layers.%d.self_attn." % l
+        T = x.shape[0]
+        H, dn, dr, dv, r = (cfg.num_attention_heads, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim,
+                            cfg.v_head_dim, cfg.kv_lora_rank)
+        if cfg.q_lora_rank is not None:
+            q = rms_norm(x @ w.linear(p + "q_a_proj").T, w.tensor(p + "q_a_layernorm.weight"),
+                         cfg.rms_norm_eps) @ w.linear(p + "q_b_proj").T
+        else:
+            q = x @ w.linear(p + "q_proj").T
+        q = q.reshape(T, H, dn + dr)
+        q_nope, q_pe = q[:, :, :dn], q[:, :, dn:]                     # [T, H, dn], [T, H, dr]
+        kv = x @ w.linear(p + "kv_a_proj_with_mqa").T                 # [T, r + dr]
+        c_kv = rms_norm(kv[:, :r], w.tensor(p + "kv_a_layernorm.weight"), cfg.rms_norm_eps)
+        cos, sin = self.rope_cos_sin(np.arange(start, start + T))
+        q_pe = apply_rope(q_pe, cos[:, None, :], sin[:, None, :])
+        k_pe = apply_rope(kv[:, r:], cos, sin)                        # [T, dr], shared by heads
+        if cache is not None:
+            if cache.c_kv[l] is not None:
+                c_kv = np.concatenate([cache.c_kv[l], c_kv])
+                k_pe = np.concatenate([cache.k_pe[l], k_pe])
+            cache.c_kv[l], cache.k_pe[l] = c_kv, k_pe
+        S = c_kv.shape[0]                                             # c_kv [S, r], k_pe [S, dr]
+        wkv_b = w.linear(p + "kv_b_proj").reshape(H, dn + dv, r)
+        w_k, w_v = wkv_b[:, :dn, :], wkv_b[:, dn:, :]                 # [H, dn, r], [H, dv, r]
+        if absorbed:
+            q_lat = np.einsum("thd,hdc->htc", q_nope, w_k)            # [H, T, r]
+            scores = q_lat @ c_kv.T                                   # [H, T, S]
+        else:
+            k_nope = np.einsum("sc,hdc->hsd", c_kv, w_k)              # [H, S, dn]
+            scores = q_nope.transpose(1, 0, 2) @ k_nope.transpose(0, 2, 1)
+        scores = scores + np.einsum("thr,sr->hts", q_pe, k_pe)
+        scores = scores * self.softmax_scale
+        visible = np.arange(S)[None, :] <= (S - T + np.arange(T))[:, None]   # [T, S] causal
+        probs = softmax(np.where(visible[None], scores, -np.inf))    # [H, T, S]
+        if absorbed:
+            ctx = probs @ c_kv                                        # [H, T, r]
+            o = np.einsum("htc,hdc->thd", ctx, w_v)                   # [T, H, dv]
+        else:
+            v = np.einsum("sc,hdc->hsd", c_kv, w_v)                   # [H, S, dv]
+            o = (probs @ v).transpose(1, 0, 2)                        # [T, H, dv]
+        return o.reshape(T, H * dv) @ w.linear(p + "o_proj").T
+
+    def mlp(self, l, x):
+        """Dense SwiGLU or MoE; returns (out [T, d], Routing or None)."""
+        cfg, w, p = self.cfg, self.w, "model.layers.%d.mlp." % l
+        if not cfg.is_moe_layer(l):
+            return swiglu(x, w.linear(p + "gate_proj"), w.linear(p + "up_proj"),
+                          w.linear(p + "down_proj")), None
+        rt = route(cfg, x, w.linear(p + "gate"), w.tensor(p + "gate.e_score_correction_bias"), l)
+        out = np.zeros_like(x)
+        for e in np.unique(rt.experts):
+            t, slot = np.nonzero(rt.experts == e)                     # each token picks e at most once
+            pe = p + "experts.%d." % e
+            y = swiglu(x[t], w.linear(pe + "gate_proj"), w.linear(pe + "up_proj"),
+                       w.linear(pe + "down_proj"))
+            out[t] += rt.weights[t, slot][:, None] * y
+        if cfg.n_shared_experts:
+            ps = p + "shared_experts."
+            out += swiglu(x, w.linear(ps + "gate_proj"), w.linear(ps + "up_proj"),
+                          w.linear(ps + "down_proj"))
+        return out, rt
+
+    def forward(self, token_ids, cache=None, absorbed=False):
+        """Logits [T, vocab] after each of token_ids (continuing cache if given)
+        and the list of Routing decisions of the MoE layers."""
+        cfg, w = self.cfg, self.w
+        ids = np.asarray(token_ids, dtype=np.int64)
+        if ids.ndim != 1 or ids.size == 0 or ids.min() < 0 or ids.max() >= cfg.vocab_size:
+            raise ValueError("token ids must be a non-empty list in [0, %d)" % cfg.vocab_size)
+        start = cache.length if cache is not None else 0
+        x = w.embedding_rows(ids)                                     # [T, d]
+        routing = []
+        for l in range(cfg.num_hidden_layers):                        # MTP layer excluded
+            p = "model.layers.%d." % l
+            h = x + self.attention(l, rms_norm(x, w.tensor(p + "input_layernorm.weight"),
+                                               cfg.rms_norm_eps), start, cache, absorbed)
+            m, rt = self.mlp(l, rms_norm(h, w.tensor(p + "post_attention_layernorm.weight"),
+                                         cfg.rms_norm_eps))
+            x = h + m
+            if rt is not None:
+                routing.append(rt)
+        if cache is not None:
+            cache.length += len(ids)
+        x = rms_norm(x, w.tensor("model.norm.weight"), cfg.rms_norm_eps)
+        return x @ w.linear("lm_head").T, routing
+
+    def generate_greedy(self, token_ids, n, absorbed=False):
+        """Prompt logits, prompt routing, and n greedy tokens (float64 KV cache);
+        also per generated token the top1-top2 logit gap and the step routing."""
+        cache = KVCache(self.cfg.num_hidden_layers)
+        logits, routing = self.forward(token_ids, cache, absorbed)
+        last = logits[-1]
+        tokens, gaps, step_routing = [], [], []
+        for i in range(n):
+            tok = int(np.argmax(last))                                # ties: lowest id
+            top2 = np.sort(last)[-2:] if last.size > 1 else np.array([-np.inf, last[0]])
+            tokens.append(tok)
+            gaps.append(float(top2[1] - top2[0]))
+            if i + 1 < n:
+                step_logits, rts = self.forward([tok], cache, absorbed)
+                last = step_logits[-1]
+                step_routing.append(rts)
+        return logits, routing, tokens, gaps, step_routing
+
+
+def load_model(hf_dir):
+    from safetensors_reader import Checkpoint
+    ckpt = Checkpoint(hf_dir)
+    return Model(Config(ckpt.config), CheckpointWeights(ckpt))

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs trillion's build and test dependencies on Debian/Ubuntu (as root or via sudo).
+# macOS (Homebrew): brew install cmake open-mpi hdf5-mpi boost nlohmann-json pcre2 numpy
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+  build-essential cmake pkg-config git \
+  libopenmpi-dev openmpi-bin libhdf5-openmpi-dev \
+  libboost-program-options-dev libboost-test-dev \
+  nlohmann-json3-dev libpcre2-dev \
+  python3 python3-numpy >/dev/null
+echo "trillion: dependencies installed"
