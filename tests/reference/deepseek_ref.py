@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from safetensors_reader import to_float64, bf16_bits_to_f64, e4m3_bits_to_f64
+from safetensors_reader import to_float64, e4m3_bits_to_f64
 
 
 class ConfigError(Exception):

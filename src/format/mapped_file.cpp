@@ -1,0 +1,89 @@
+#include "format/mapped_file.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "common/error.hpp"
+
+namespace trillion {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const char* what) {
+  throw SystemError(path + ": " + what + ": " + std::strerror(errno));
+}
+
+// madvise works on whole pages: widen [offset, offset+len) to page bounds.
+void advise(const std::byte* base, size_t size, size_t offset, size_t len, int advice) {
+  if (!base || offset >= size || len == 0) return;
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  size_t begin = offset / page * page;
+  size_t end = std::min(size, offset + len);
+  ::madvise(const_cast<std::byte*>(base) + begin, end - begin, advice);  // a hint: failure is harmless
+}
+
+}  // namespace
+
+MappedFile::MappedFile(const std::string& path) : path_(path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, "cannot open");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    errno = e;
+    fail(path, "cannot stat");
+  }
+  size_ = size_t(st.st_size);
+  if (size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      int e = errno;
+      ::close(fd);
+      errno = e;
+      fail(path, "cannot mmap");
+    }
+    data_ = static_cast<const std::byte*>(p);
+  }
+  ::close(fd);  // the mapping keeps the file alive; no descriptor per shard stays open
+}
+
+MappedFile::~MappedFile() { reset(); }
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    reset();
+    path_ = std::move(other.path_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+void MappedFile::reset() noexcept {
+  if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+void MappedFile::advise_sequential(size_t offset, size_t len) const {
+  advise(data_, size_, offset, len, MADV_SEQUENTIAL);
+}
+
+void MappedFile::advise_done(size_t offset, size_t len) const {
+  advise(data_, size_, offset, len, MADV_DONTNEED);
+}
+
+}  // namespace trillion

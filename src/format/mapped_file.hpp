@@ -1,0 +1,40 @@
+// A whole file mapped read-only (RAII). Both sides of the weights path use it:
+// the converter reads safetensors through it, the loader hands out pointers
+// into mapped HDF5 shards, so bytes are never copied on the way in.
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace trillion {
+
+class MappedFile {
+ public:
+  MappedFile() = default;
+  // Maps `path` read-only; throws SystemError naming the file. An empty file
+  // maps to data() == nullptr, size() == 0.
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::byte* data() const { return data_; }
+  size_t size() const { return size_; }
+
+  // Hints for streaming a range once (the converter): aggressive read-ahead
+  // while copying, then unmap the pages from this process so its resident size
+  // stays small when converting a checkpoint larger than RAM (the page cache
+  // still decides what stays cached).
+  void advise_sequential(size_t offset, size_t len) const;
+  void advise_done(size_t offset, size_t len) const;
+
+ private:
+  void reset() noexcept;
+  std::string path_;
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace trillion
