@@ -1,0 +1,192 @@
+#include "runtime/mpi_env.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <sstream>
+
+namespace trillion {
+namespace {
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The value of Open MPI's "osc" MCA selection ("^ucx,pt2pt", "pt2pt", "sm"),
+// read through the MPI tool interface; "" when unavailable. There is no
+// portable way to ask which component serves a window, but the selection
+// tells whether osc/pt2pt can be the one.
+std::string read_osc_selection() {
+  int provided = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return "";
+  std::string value;
+  int index = -1;
+  if (MPI_T_cvar_get_index("osc", &index) == MPI_SUCCESS) {
+    MPI_T_cvar_handle handle;
+    int count = 0;
+    if (MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
+      std::string buffer(size_t(count > 0 ? count : 0) + 4096, '\0');
+      if (MPI_T_cvar_read(handle, buffer.data()) == MPI_SUCCESS) value = buffer.c_str();
+      MPI_T_cvar_handle_free(&handle);
+    }
+  }
+  MPI_T_finalize();
+  return value;
+}
+
+bool list_contains(const std::string& list, std::string_view item) {
+  std::stringstream in(list);
+  for (std::string token; std::getline(in, token, ',');)
+    if (token == item) return true;
+  return false;
+}
+
+// osc/pt2pt may serve windows unless the selection excludes it ("^...,pt2pt")
+// or names other components only ("sm", "rdma").
+bool pt2pt_possible(const std::string& selection) {
+  if (selection.empty()) return true;
+  if (selection[0] == '^') return !list_contains(selection.substr(1), "pt2pt");
+  return list_contains(selection, "pt2pt");
+}
+
+Progress progress_from_environment(Progress fallback) {
+  const char* value = std::getenv("TRILLION_MPI_PROGRESS");
+  if (!value) return fallback;
+  std::string_view v(value);
+  if (v == "thread") return Progress::Thread;
+  if (v == "off") return Progress::Off;
+  if (v == "auto") return Progress::Auto;
+  throw Error("TRILLION_MPI_PROGRESS must be auto, thread or off, not '" + std::string(v) + "'");
+}
+
+}  // namespace
+
+MpiEnv::MpiEnv(int& argc, char**& argv, MpiOptions options)
+    : uncaught_at_init_(std::uncaught_exceptions()) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) throw Error("MpiEnv: MPI is already initialised (one MpiEnv per process)");
+  int provided = 0;
+  mpi_check(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+  // From here on errors come back as codes: mpi_check turns them into exceptions.
+  mpi_check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+  mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &progress_comm_), "MPI_Comm_dup");
+  mpi_check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  mpi_check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  mpi_check(MPI_Get_processor_name(name, &len), "MPI_Get_processor_name");
+  std::vector<char> all(size_t(size_) * MPI_MAX_PROCESSOR_NAME);
+  mpi_check(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                          MPI_CHAR, comm_),
+            "MPI_Allgather(hostnames)");
+  for (int r = 0; r < size_; ++r) hosts_.emplace_back(&all[size_t(r) * MPI_MAX_PROCESSOR_NAME]);
+
+  osc_selection_ = read_osc_selection();
+  needs_progress_ = pt2pt_possible(osc_selection_);
+  Progress mode = progress_from_environment(options.progress);
+  bool want_thread = mode == Progress::Thread || (mode == Progress::Auto && needs_progress_);
+  if (want_thread && provided < MPI_THREAD_SERIALIZED)
+    throw Error(where() + ": a progress thread needs MPI_THREAD_SERIALIZED; MPI provides level " +
+                std::to_string(provided));
+  if (want_thread) start_progress_thread(options.progress_interval);
+}
+
+MpiEnv::~MpiEnv() {
+  stop_progress_thread();
+  if (std::uncaught_exceptions() > uncaught_at_init_)
+    abort("an exception escaped while MPI was running; ending the job");
+  MPI_Comm_free(&progress_comm_);
+  MPI_Comm_free(&comm_);
+  MPI_Finalize();
+}
+
+std::string MpiEnv::where(int rank) const { return "rank " + std::to_string(rank) + " (" + host(rank) + ")"; }
+
+void MpiEnv::progress_locked() const {
+  int flag = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, progress_comm_, &flag, MPI_STATUS_IGNORE);
+  last_progress_ns_.store(steady_ns(), std::memory_order_relaxed);
+}
+
+void MpiEnv::check_all(bool ok, std::string_view message) const {
+  auto guard = lock();
+  int mine[2] = {ok ? size_ : rank_, ok ? 0 : 1};
+  int first = 0, failed = 0;
+  mpi_check(MPI_Allreduce(&mine[0], &first, 1, MPI_INT, MPI_MIN, comm_), "MPI_Allreduce(check_all)");
+  if (first == size_) return;
+  mpi_check(MPI_Allreduce(&mine[1], &failed, 1, MPI_INT, MPI_SUM, comm_), "MPI_Allreduce(check_all)");
+  std::string text = rank_ == first ? std::string(message) : std::string();
+  unsigned long long length = text.size();
+  mpi_check(MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, first, comm_), "MPI_Bcast(check_all)");
+  text.resize(size_t(length));
+  mpi_check(MPI_Bcast(text.data(), int(length), MPI_CHAR, first, comm_), "MPI_Bcast(check_all)");
+  std::string what = where(first) + ": " + text;
+  if (failed > 1) what += " (and " + std::to_string(failed - 1) + " other rank(s) failed)";
+  throw CollectiveError(what);
+}
+
+void MpiEnv::barrier() const {
+  auto guard = lock();
+  mpi_check(MPI_Barrier(comm_), "MPI_Barrier");
+}
+
+void MpiEnv::abort(std::string_view message, int code) const {
+  std::string line = where() + ": " + std::string(message) + "\n";
+  std::fputs(line.c_str(), stderr);
+  std::fflush(stderr);
+  // The progress thread may be inside MPI; MPI_THREAD_SERIALIZED forbids a
+  // concurrent call, so wait for it briefly (it never holds the lock long).
+  // If this thread itself holds the lock the attempt fails and we go ahead.
+  for (int i = 0; i < 1000 && !mutex_.try_lock(); ++i) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI_Abort does not return; be sure
+}
+
+void MpiEnv::start_progress_thread(std::chrono::microseconds interval) {
+  progress_thread_ = std::thread([this, interval] { progress_loop(interval); });
+}
+
+void MpiEnv::stop_progress_thread() {
+  if (!progress_thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> g(stop_mutex_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  progress_thread_.join();
+}
+
+void MpiEnv::progress_loop(std::chrono::microseconds interval) {
+  const int64_t interval_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(interval).count();
+  std::unique_lock<std::mutex> stop_guard(stop_mutex_);
+  while (!stop_cv_.wait_for(stop_guard, interval, [this] { return stop_; })) {
+    // Skip the turn while the main thread polls MPI itself.
+    if (steady_ns() - last_progress_ns_.load(std::memory_order_relaxed) < interval_ns) continue;
+    std::unique_lock<std::mutex> mpi(mutex_, std::try_to_lock);
+    if (!mpi.owns_lock()) continue;  // the main thread is inside MPI: it progresses
+    progress_locked();
+  }
+}
+
+int run_guarded(const MpiEnv& env, const std::function<int()>& fn) {
+  try {
+    return fn();
+  } catch (const CollectiveError& e) {
+    if (env.rank() == 0) {
+      std::fputs((std::string(e.what()) + "\n").c_str(), stderr);
+      std::fflush(stderr);
+    }
+    return 1;
+  } catch (const std::exception& e) {
+    env.abort(e.what());
+  } catch (...) {
+    env.abort("unknown exception");
+  }
+}
+
+}  // namespace trillion
