@@ -28,4 +28,10 @@ struct QMatrix {
   QMatrix row_range(int64_t r0, int64_t n) const;
 };
 
+// Bytes of weights (data + scales) a product with W streams; for bandwidth figures.
+int64_t qmatrix_bytes(const QMatrix& W);
+
+// Throws Error when W cannot be used (null data/scale, INT4 cols % 32, FP8 scale_row0).
+void check_qmatrix(const QMatrix& W);
+
 }  // namespace trillion

@@ -1,0 +1,9 @@
+// Non-x86 builds: no AVX2 path (the portable kernels run).
+#include "kernels/kernel_table.hpp"
+
+namespace trillion {
+
+const KernelTable* avx2_kernel_table() { return nullptr; }
+bool cpu_has_avx2_fma_f16c() { return false; }
+
+}  // namespace trillion

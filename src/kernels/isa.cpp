@@ -1,0 +1,59 @@
+#include "kernels/isa.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include "common/error.hpp"
+#include "kernels/kernel_table.hpp"
+
+namespace trillion {
+namespace {
+
+KernelIsa choose_isa() {
+  const char* env = std::getenv("TRILLION_ISA");
+  const std::string want = env ? env : "";
+  if (want.empty() || want == "best")
+    return kernel_isa_available(KernelIsa::avx2) ? KernelIsa::avx2 : KernelIsa::portable;
+  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2}) {
+    if (want != to_string(isa)) continue;
+    if (!kernel_isa_available(isa))
+      throw Error("TRILLION_ISA=" + want + ": not available on this CPU or build");
+    return isa;
+  }
+  throw Error("TRILLION_ISA='" + want + "': expected portable, avx2 or best");
+}
+
+}  // namespace
+
+const char* to_string(KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::portable: return "portable";
+    case KernelIsa::avx2: return "avx2";
+  }
+  return "?";
+}
+
+bool kernel_isa_available(KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::portable: return true;
+    case KernelIsa::avx2: return avx2_kernel_table() != nullptr && cpu_has_avx2_fma_f16c();
+  }
+  return false;
+}
+
+KernelIsa kernel_isa() {
+  static const KernelIsa isa = choose_isa();
+  return isa;
+}
+
+const KernelTable& kernel_table(KernelIsa isa) {
+  if (!kernel_isa_available(isa)) throw Error(std::string("kernel path ") + to_string(isa) + " is not available");
+  return isa == KernelIsa::avx2 ? *avx2_kernel_table() : portable_kernel_table();
+}
+
+const KernelTable& active_kernel_table() {
+  static const KernelTable& table = kernel_table(kernel_isa());
+  return table;
+}
+
+}  // namespace trillion

@@ -1,0 +1,39 @@
+// The per-ISA kernel entry points. Each ISA file fills one table; isa.cpp
+// picks one per process. Public kernels (matmul.hpp, vector_ops.hpp) call
+// through the active table; tests call each table to compare paths.
+//
+// Contract of every entry (DESIGN: determinism by construction): an output
+// element's bits depend only on its own inputs - never on n, on which rows or
+// columns a call covers, or on what else x holds. Reductions run in a fixed
+// blocking and order; callers split work over outputs only.
+#pragma once
+#include <cstdint>
+
+#include "kernels/isa.hpp"
+#include "kernels/qmatrix.hpp"
+
+namespace trillion {
+
+struct KernelTable {
+  // y[t*ldy + r] = sum_c W[r][c] * x[t*W.cols + c]  for t < n, r in [r0, r1).
+  void (*matmul_rows)(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy,
+                      int64_t r0, int64_t r1);
+  // y[t*W.cols + c] = sum_r x[t*W.rows + r] * W[r][c]  for t < n, c in [c0, c1),
+  // r in increasing order. c0 must be a multiple of 32 (keeps scale groups whole).
+  void (*matmul_t_cols)(const QMatrix& W, const float* x, int64_t n, float* y,
+                        int64_t c0, int64_t c1);
+  // sum_i a[i] * b[i], fixed blocking.
+  float (*dot)(const float* a, const float* b, int64_t n);
+  // y[i] += alpha * x[i].
+  void (*axpy)(float alpha, const float* x, float* y, int64_t n);
+};
+
+const KernelTable& portable_kernel_table();
+const KernelTable* avx2_kernel_table();  // null when not compiled in (non-x86 builds)
+bool cpu_has_avx2_fma_f16c();            // false on non-x86 builds
+
+// The table of `isa` (must be available) and of the process's path.
+const KernelTable& kernel_table(KernelIsa isa);
+const KernelTable& active_kernel_table();
+
+}  // namespace trillion

@@ -1,0 +1,130 @@
+#define BOOST_TEST_MODULE generator
+#include <boost/test/unit_test.hpp>
+
+#include <map>
+
+#include "engine/generator.hpp"
+#include "engine/request.hpp"
+
+using namespace trillion;
+
+namespace {
+
+// A fake model: the next token after `tok` at position `pos` is (3*tok + pos) % V,
+// unless the slot's cache is inconsistent (a row whose earlier positions are not
+// cached), which the fake records as a failure.
+class FakeRunner : public StepRunner {
+ public:
+  FakeRunner(int32_t slots, int32_t max_len) : slots_(slots), max_len_(max_len), cache_(size_t(slots)) {}
+  int64_t vocab_size() const override { return V; }
+  int32_t slots() const override { return slots_; }
+  int32_t max_len() const override { return max_len_; }
+  void step(const StepInput& in, float* logits) override {
+    ++steps;
+    max_rows = std::max<int64_t>(max_rows, in.batch.size());
+    for (int64_t i = 0; i < in.batch.size(); ++i) {
+      const TokenRow r = in.batch.rows[size_t(i)];
+      auto& c = cache_[size_t(r.slot)];
+      if (r.pos > int32_t(c.size()) || r.pos >= max_len_) consistent = false;
+      c.resize(size_t(r.pos));
+      c.push_back(in.tokens[size_t(i)]);
+    }
+    for (size_t j = 0; j < in.logit_rows.size(); ++j) {
+      const int64_t i = in.logit_rows[j];
+      const TokenRow r = in.batch.rows[size_t(i)];
+      const int32_t next = (3 * in.tokens[size_t(i)] + r.pos) % V;
+      for (int v = 0; v < V; ++v) logits[j * V + size_t(v)] = v == next ? 1.0f : 0.0f;
+    }
+  }
+  static constexpr int V = 11;
+  int64_t steps = 0, max_rows = 0;
+  bool consistent = true;
+
+ private:
+  int32_t slots_, max_len_;
+  std::vector<std::vector<int32_t>> cache_;
+};
+
+std::vector<int32_t> expected(const GenerateRequest& r, const std::vector<int64_t>& eos, int64_t max_len,
+                              std::string* reason) {
+  std::vector<int32_t> seq = r.prompt_token_ids, out;
+  *reason = "length";
+  while (int64_t(out.size()) < r.max_tokens) {
+    const int32_t next = (3 * seq.back() + int32_t(seq.size() - 1)) % FakeRunner::V;
+    out.push_back(next);
+    seq.push_back(next);
+    if (std::find(eos.begin(), eos.end(), next) != eos.end()) { *reason = "stop"; break; }
+    if (int64_t(seq.size()) >= max_len) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(results_do_not_depend_on_slots_or_step_budget) {
+  ModelConfig cfg;
+  cfg.eos_token_ids = {10};
+  std::vector<GenerateRequest> reqs;
+  for (int i = 0; i < 9; ++i) {
+    GenerateRequest r;
+    r.id = "r" + std::to_string(i);
+    for (int t = 0; t <= i * 3; ++t) r.prompt_token_ids.push_back((t * 7 + i) % 10);
+    r.max_tokens = (i % 4) * 5;  // includes 0
+    reqs.push_back(r);
+  }
+  std::vector<const GenerateRequest*> ptrs;
+  for (auto& r : reqs) ptrs.push_back(&r);
+  for (int32_t slots : {1, 2, 4, 16}) {
+    for (int64_t budget : {1, 3, 256}) {
+      FakeRunner runner(slots, 40);
+      Generator gen(runner, cfg, GeneratorOptions{budget});
+      std::map<std::string, GenerationResult> got;
+      gen.run(ptrs, [&](const GenerationResult& r) { got[r.request->id] = r; });
+      BOOST_TEST(runner.consistent);
+      BOOST_TEST(runner.max_rows <= slots + budget);
+      BOOST_REQUIRE_EQUAL(got.size(), reqs.size());
+      for (auto& r : reqs) {
+        std::string reason;
+        auto want = expected(r, cfg.eos_token_ids, 40, &reason);
+        BOOST_TEST(got[r.id].token_ids == want, r.id << " slots " << slots << " budget " << budget);
+        BOOST_TEST(got[r.id].finish_reason == reason, r.id);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(context_limit_ends_with_length) {
+  ModelConfig cfg;
+  GenerateRequest r;
+  r.id = "x";
+  r.prompt_token_ids = {1, 2, 3};
+  r.max_tokens = 100;
+  FakeRunner runner(1, 6);
+  Generator gen(runner, cfg);
+  std::vector<GenerationResult> got;
+  gen.run({&r}, [&](const GenerationResult& g) { got.push_back(g); });
+  BOOST_REQUIRE_EQUAL(got.size(), 1u);
+  BOOST_TEST(got[0].token_ids.size() == 3u);  // 3 prompt + 3 generated = the 6-position context
+  BOOST_TEST(got[0].finish_reason == "length");
+  BOOST_TEST(runner.consistent);
+}
+
+BOOST_AUTO_TEST_CASE(request_lines_parse_and_fail_with_messages) {
+  auto err = [](const std::string& text) {
+    auto p = parse_generate_request(JsonlLine{7, text}, 100, 50);
+    auto* e = std::get_if<RequestError>(&p);
+    return e ? e->message : std::string("ok");
+  };
+  BOOST_TEST(err(R"({"id": "a", "prompt_token_ids": [1, 2], "max_tokens": 3})") == "ok");
+  BOOST_TEST(err(R"({"id": 5, "prompt_token_ids": [1]})") == "ok");
+  BOOST_TEST(err(R"({"id": "a", "prompt_token_ids": [1, 100]})").find("outside the vocabulary") != std::string::npos);
+  BOOST_TEST(err(R"({"id": "a", "prompt_token_ids": [1.5]})").find("not an integer") != std::string::npos);
+  BOOST_TEST(err(R"({"id": "a", "prompt_token_ids": [1], "max_tokens": -1})").find("max_tokens") != std::string::npos);
+  BOOST_TEST(err(R"([1, 2])").find("JSON object") != std::string::npos);
+  BOOST_TEST(err(R"({"id": "a"})").find("missing \"prompt_token_ids\"") != std::string::npos);
+  std::string long_prompt = R"({"id": "a", "prompt_token_ids": [)";
+  for (int i = 0; i < 51; ++i) long_prompt += (i ? ",1" : "1");
+  BOOST_TEST(err(long_prompt + "]}").find("more than the context of 50") != std::string::npos);
+  auto p = parse_generate_request(JsonlLine{7, "{oops"}, 100, 50);
+  BOOST_TEST(std::get<RequestError>(p).line == 7);
+}
