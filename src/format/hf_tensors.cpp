@@ -185,4 +185,10 @@ std::string packed_name_for_shape(const std::string& name) {
   return name.substr(0, name.size() - kShape.size()) + ".weight_packed";
 }
 
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
 }  // namespace trillion

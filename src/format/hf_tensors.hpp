@@ -54,4 +54,7 @@ HfNameParts parse_hf_name(const std::string& name);
 // "x.weight_shape" -> "x.weight_packed"; "" for any other name.
 std::string packed_name_for_shape(const std::string& name);
 
+// "[64, 128]", the spelling of shapes in error messages.
+std::string shape_string(const std::vector<int64_t>& shape);
+
 }  // namespace trillion

@@ -19,7 +19,8 @@ struct KernelTable {
   void (*matmul_rows)(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy,
                       int64_t r0, int64_t r1);
   // y[t*W.cols + c] = sum_r x[t*W.rows + r] * W[r][c]  for t < n, c in [c0, c1),
-  // r in increasing order. c0 must be a multiple of 32 (keeps scale groups whole).
+  // r in increasing order. c0 a multiple of 32, c1 a multiple of 32 or W.cols
+  // (scale groups stay whole; a column's code path depends on the column only).
   void (*matmul_t_cols)(const QMatrix& W, const float* x, int64_t n, float* y,
                         int64_t c0, int64_t c1);
   // sum_i a[i] * b[i], fixed blocking.

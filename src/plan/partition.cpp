@@ -40,7 +40,7 @@ std::vector<LayerRange> balance_pipeline(const std::vector<int64_t>& layer_bytes
       }
     }
   }
-  std::vector<LayerRange> out(size_t(ranks));
+  std::vector<LayerRange> out(static_cast<size_t>(ranks));
   int64_t e = L;
   for (int s = ranks - 1; s >= 0; --s) {
     const int64_t b = s == 0 ? 0 : cut[size_t(s)][size_t(e)];

@@ -66,7 +66,7 @@ BOOST_AUTO_TEST_CASE(thread_pool_covers_every_index_once) {
   for (int threads : {1, 2, 3, 5}) {
     ThreadPool pool(threads);
     for (int64_t n : {0, 1, 2, 7, 100, 1001}) {
-      std::vector<std::atomic<int>> hits(size_t(n));
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
       for (int rep = 0; rep < 3; ++rep)
         pool.parallel_for(n, 3, [&](int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;

@@ -15,10 +15,13 @@ dn qk_nope_head_dim, dr qk_rope_head_dim, dv v_head_dim, r kv_lora_rank.
 """
 
 import math
+import os
+import sys
 
 import numpy as np
 
-from safetensors_reader import to_float64, e4m3_bits_to_f64
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_reader import Checkpoint, to_float64, e4m3_bits_to_f64  # noqa: E402
 
 
 class ConfigError(Exception):
@@ -175,15 +178,19 @@ class Routing:
     expert_margin [T]: k-th minus (k+1)-th biased score among eligible experts
     (inf when there is no (k+1)-th); group_margin [T]: topk_group-th minus
     (topk_group+1)-th group score (inf when no group is dropped);
-    groups [T, topk_group] kept groups (None without grouping)."""
+    groups [T, topk_group] kept groups (None without grouping);
+    min_chosen_biased [T]: the k-th biased score. When it is negative, HF
+    modeling_deepseek.py (which masks dropped groups with 0.0, not -inf)
+    would pick a dropped-group expert instead: the two readings differ there."""
 
-    def __init__(self, layer, experts, weights, expert_margin, group_margin, groups):
+    def __init__(self, layer, experts, weights, expert_margin, group_margin, groups, min_chosen_biased):
         self.layer = layer
         self.experts = experts
         self.weights = weights
         self.expert_margin = expert_margin
         self.group_margin = group_margin
         self.groups = groups
+        self.min_chosen_biased = min_chosen_biased
 
 
 def route(cfg, x, gate_w, bias, layer=-1):
@@ -218,7 +225,7 @@ def route(cfg, x, gate_w, bias, layer=-1):
     if cfg.norm_topk_prob:
         w = w / np.sum(w, axis=-1, keepdims=True)
     w = w * cfg.routed_scaling_factor
-    return Routing(layer, experts, w, expert_margin, group_margin, groups)
+    return Routing(layer, experts, w, expert_margin, group_margin, groups, ranked[:, k - 1])
 
 
 # ----------------------------------------------------------------------------- weights
@@ -441,6 +448,6 @@ class Model:
 
 
 def load_model(hf_dir):
-    from safetensors_reader import Checkpoint
+    """Model over a HF checkpoint directory (config.json + safetensors)."""
     ckpt = Checkpoint(hf_dir)
     return Model(Config(ckpt.config), CheckpointWeights(ckpt))

@@ -55,6 +55,7 @@ def routing_summary(routing):
         gm, gt = _min_with_token(rt.group_margin)
         layers.append({"layer": rt.layer, "min_expert_margin": em, "min_expert_margin_token": et,
                        "min_group_margin": gm, "min_group_margin_token": gt,
+                       "min_chosen_biased": float(np.min(rt.min_chosen_biased)),
                        "experts": rt.experts.tolist(),
                        "groups": rt.groups.tolist() if rt.groups is not None else None})
     return layers
@@ -248,9 +249,8 @@ def make_checkpoint(c, fmt, directory, seed):
             sinv = (rng.uniform(0.5, 2.0, size=(bo, bi)) / (4.0 * math.sqrt(i))).astype("<f4")
             store[name] = ("F8_E4M3", bits.shape, bits.tobytes())
             store[prefix + ".weight_scale_inv"] = ("F32", sinv.shape, sinv.tobytes())
-            vals = np.vectorize(e4m3_scalar)(bits)
-            expect[name] = np.array([[vals[r, cc] * float(sinv[r // 128, cc // 128]) for cc in range(i)]
-                                     for r in range(o)])
+            vals = np.array([e4m3_scalar(b) for b in range(256)])[bits]
+            expect[name] = vals * sinv.astype(np.float64)[np.arange(o)[:, None] // 128, np.arange(i)[None, :] // 128]
         else:                                                          # int4 routed expert
             q = rng.integers(-8, 8, size=(o, i))
             sbits = f64_to_bf16_bits(rng.uniform(0.5, 1.5, size=(o, i // 32)) / (4.0 * math.sqrt(i)))
@@ -562,12 +562,24 @@ def test_router():
     assert rt.groups.tolist() == [[0, 1]] and rt.experts.tolist() == [[0, 2]], (rt.groups, rt.experts)
     assert np.allclose(rt.weights, [[0.9 / 1.4 * 3, 0.5 / 1.4 * 3]], rtol=1e-14)
     assert abs(rt.expert_margin[0] - 0.05) < 1e-12 and abs(rt.group_margin[0] - 0.3) < 1e-12
+    assert abs(rt.min_chosen_biased[0] - 0.5) < 1e-12
     # negative biased scores inside the kept groups are still chosen over dropped groups
     bias2 = np.array([-2.0, -2.0, -2.0, -2.0, 0.0, 0.0, 0.0, 0.0])
     s2 = np.array([[0.9, 0.8, 0.7, 0.6, 0.1, 0.2, 0.3, 0.4]])
     # biased [-1.1 -1.2 | -1.3 -1.4 | .1 .2 | .3 .4] groups: -2.3 -2.7 .3 .7 -> keep 3, 2
     rt = ref.route(cfg, np.log(s2 / (1 - s2)), np.eye(8), bias2)
     assert rt.groups.tolist() == [[3, 2]] and rt.experts.tolist() == [[7, 6]]
+    cfg.num_experts_per_tok = 4                                        # -1.3 + ... : kept-group negatives
+    rt = ref.route(cfg, np.log(s2 / (1 - s2)), np.eye(8), np.array([0.0] * 4 + [-0.3] * 4))
+    # biased [.9 .8 .7 .6 | -.2 -.1 0 .1]; groups 1.7 1.3 -.3 .1 -> keep 0, 1 -> experts 0 1 2 3
+    assert rt.experts.tolist() == [[0, 1, 2, 3]]
+    bias3 = np.array([0.0, 0.0, 0.1, -1.55, -1.0, -1.0, -0.8, -0.9])
+    # biased [.9 .8 | .8 -.95 | -.9 -.8 | -.5 -.5]; groups 1.7 -.15 -1.7 -1 -> keep 0, 1; the 4th
+    # pick is expert 3 (-.95), never a dropped-group expert (6, 7 at -.5; HF's 0.0 fill would differ)
+    rt = ref.route(cfg, np.log(s2 / (1 - s2)), np.eye(8), bias3)
+    assert rt.groups.tolist() == [[0, 1]] and rt.experts.tolist() == [[0, 1, 2, 3]]
+    assert abs(rt.min_chosen_biased[0] + 0.95) < 1e-12 and rt.expert_margin[0] == np.inf
+    cfg.num_experts_per_tok = 2
     cfg.topk_group = 1                                                 # 1 group, k 2: second-best competitor none
     rt = ref.route(cfg, np.log(s2 / (1 - s2)), np.eye(8), bias2)
     assert rt.experts.tolist() == [[7, 6]] and rt.expert_margin[0] == np.inf

@@ -32,13 +32,15 @@ INT4_PACK = 8  # nibbles per int32 word
 def bf16_bits(x):
     """float array -> uint16 bf16 bit patterns (round to nearest even)."""
     x = np.asarray(x, dtype=np.float32)
+    shape = x.shape
+    x = x.reshape(-1)
     u = x.view(np.uint32)
     r = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
     out = r.astype(np.uint16)
     nan = np.isnan(x)
     if nan.any():
         out[nan] = ((u[nan] >> np.uint32(16)) & np.uint32(0x8000)).astype(np.uint16) | np.uint16(0x7FC0)
-    return out
+    return out.reshape(shape)
 
 
 def bf16_to_f32(bits):
@@ -84,6 +86,8 @@ def fp8_encode(x):
 
     Bit arithmetic on the float32 pattern (fast path used by the generator)."""
     x = np.asarray(x, dtype=np.float32)
+    shape = x.shape
+    x = x.reshape(-1)
     u = x.view(np.uint32)
     sign = ((u >> np.uint32(24)) & np.uint32(0x80)).astype(np.uint8)
     a = u & np.uint32(0x7FFFFFFF)                      # |x| bits
@@ -98,13 +102,15 @@ def fp8_encode(x):
     code = np.minimum(code, np.uint32(0x7E)).astype(np.uint8)   # saturate (also +inf)
     nan = a > np.uint32(0x7F800000)
     code[nan] = 0x7F
-    return code | sign
+    return (code | sign).reshape(shape)
 
 
 def fp8_encode_reference(x):
     """Independent encoder: nearest of the 127 finite magnitudes by searchsorted, ties to the
     even code, saturating.  Slow; used only by the self-test."""
     x = np.asarray(x, dtype=np.float32)
+    shape = x.shape
+    x = x.reshape(-1)
     a = np.abs(x.astype(np.float64))
     nanmask = np.isnan(a)
     a = np.where(nanmask, 0.0, np.minimum(a, FP8_MAX))
@@ -117,7 +123,7 @@ def fp8_encode_reference(x):
     code = np.where(pick_hi, hi, lo).astype(np.uint8)
     code[nanmask] = 0x7F
     sign = (np.signbit(x)).astype(np.uint8) << np.uint8(7)
-    return code | sign
+    return (code | sign).reshape(shape)
 
 
 def fp8_block_quantize(w):

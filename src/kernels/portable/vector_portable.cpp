@@ -1,0 +1,33 @@
+// Portable dot/axpy and the portable kernel table.
+#include "kernels/kernel_table.hpp"
+
+namespace trillion {
+
+void portable_matmul_rows(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
+                          int64_t r1);
+void portable_matmul_t_cols(const QMatrix& W, const float* x, int64_t n, float* y, int64_t c0, int64_t c1);
+
+namespace {
+
+// 8 lanes over i = 8k + j, summed in a fixed tree, then the tail in order.
+float portable_dot(const float* a, const float* b, int64_t n) {
+  float acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void portable_axpy(float alpha, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+constexpr KernelTable kPortable = {portable_matmul_rows, portable_matmul_t_cols, portable_dot, portable_axpy};
+
+}  // namespace
+
+const KernelTable& portable_kernel_table() { return kPortable; }
+
+}  // namespace trillion

@@ -1,0 +1,57 @@
+#include "kernels/vector_ops.hpp"
+
+#include <cmath>
+
+#include "common/numeric.hpp"
+#include "kernels/kernel_table.hpp"
+
+namespace trillion {
+
+float VecView::operator[](int64_t i) const {
+  return dtype == DType::BF16 ? bf16_to_f32(static_cast<const uint16_t*>(data)[i])
+                              : static_cast<const float*>(data)[i];
+}
+
+void rmsnorm(const float* x, const VecView& w, double eps, float* out) {
+  const int64_t n = w.size;
+  double ss = 0.0;
+  for (int64_t i = 0; i < n; ++i) ss += double(x[i]) * double(x[i]);
+  const float r = float(1.0 / std::sqrt(ss / double(n) + eps));
+  if (w.dtype == DType::BF16) {
+    const uint16_t* wb = static_cast<const uint16_t*>(w.data);
+    for (int64_t i = 0; i < n; ++i) out[i] = (x[i] * r) * bf16_to_f32(wb[i]);
+  } else {
+    const float* wf = static_cast<const float*>(w.data);
+    for (int64_t i = 0; i < n; ++i) out[i] = (x[i] * r) * wf[i];
+  }
+}
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+void swiglu(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = silu(gate[i]) * up[i];
+}
+
+void softmax(float* x, int64_t n) {
+  float mx = x[0];
+  for (int64_t i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  const double inv = 1.0 / sum;
+  for (int64_t i = 0; i < n; ++i) x[i] = float(double(x[i]) * inv);
+}
+
+void add(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+float dot(const float* a, const float* b, int64_t n) { return active_kernel_table().dot(a, b, n); }
+
+void axpy(float alpha, const float* x, float* y, int64_t n) { active_kernel_table().axpy(alpha, x, y, n); }
+
+}  // namespace trillion

@@ -1,0 +1,42 @@
+// Element-wise and per-row kernels: norms, activations, softmax, dot/axpy.
+// Reductions run in a fixed order (index order unless stated), so a row's
+// result depends only on that row.
+#pragma once
+#include <cstdint>
+
+#include "common/dtype.hpp"
+
+namespace trillion {
+
+// A stored weight vector (norm weights, biases): F32 or BF16, used in place.
+struct VecView {
+  DType dtype = DType::F32;
+  const void* data = nullptr;
+  int64_t size = 0;
+  float operator[](int64_t i) const;  // converted to float
+};
+
+// out[i] = (x[i] * r) * w[i], r = 1 / sqrt(mean(x^2) + eps), for i < w.size.
+// The sum of squares is accumulated in double, in index order; r rounded once
+// to float (as HF computes in float32: x * rsqrt(var + eps), then * weight).
+// out may alias x.
+void rmsnorm(const float* x, const VecView& w, double eps, float* out);
+
+float sigmoid(float x);   // 1 / (1 + exp(-x))
+float silu(float x);      // x / (1 + exp(-x))
+
+// out[i] = silu(gate[i]) * up[i]. out may alias gate or up.
+void swiglu(const float* gate, const float* up, int64_t n, float* out);
+
+// In place: x[i] = exp(x[i] - max) / sum, the sum accumulated in double in
+// index order. n >= 1.
+void softmax(float* x, int64_t n);
+
+// y[i] += x[i].
+void add(float* y, const float* x, int64_t n);
+
+// The process's dot / axpy (fixed blocking per path; see kernel_table.hpp).
+float dot(const float* a, const float* b, int64_t n);
+void axpy(float alpha, const float* x, float* y, int64_t n);  // y[i] += alpha * x[i]
+
+}  // namespace trillion

@@ -1,0 +1,19 @@
+// The AVX2 kernel table. Built without ISA flags: it only takes addresses of
+// the functions in the *_avx2.cpp files, which run only after the CPUID check.
+#include "kernels/kernel_table.hpp"
+
+namespace trillion {
+namespace avx2 {
+void matmul_rows(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0, int64_t r1);
+void matmul_t_cols(const QMatrix& W, const float* x, int64_t n, float* y, int64_t c0, int64_t c1);
+float dot(const float* a, const float* b, int64_t n);
+void axpy(float alpha, const float* x, float* y, int64_t n);
+}  // namespace avx2
+
+namespace {
+constexpr KernelTable kAvx2 = {avx2::matmul_rows, avx2::matmul_t_cols, avx2::dot, avx2::axpy};
+}  // namespace
+
+const KernelTable* avx2_kernel_table() { return &kAvx2; }
+
+}  // namespace trillion

@@ -1,0 +1,372 @@
+#include "runtime/rma_channel.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <exception>
+
+#include "runtime/backoff.hpp"
+
+namespace trillion {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Window cells written by remote puts and polled locally: read with acquire
+// so the payload read after the sequence number is the payload put before it.
+uint64_t load_acquire(const std::byte* p) {
+  return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(const_cast<std::byte*>(p)))
+      .load(std::memory_order_acquire);
+}
+
+const std::byte* payload_of(const SlotHeader& h) {
+  return reinterpret_cast<const std::byte*>(&h) + sizeof(SlotHeader);
+}
+
+// Largest slot: MPI counts are int, and a slot is one put.
+constexpr size_t kMaxSlotBytes = size_t(1) << 30;
+
+}  // namespace
+
+RmaChannel::RmaChannel(const MpiEnv& env, ChannelConfig config)
+    : env_(env), config_(std::move(config)),
+      layout_(env.size(), config_.slot_bytes, config_.slots_per_peer),
+      uncaught_at_init_(std::uncaught_exceptions()) {
+  const std::string what = "channel '" + config_.name + "'";
+  bool valid = config_.slot_bytes >= 1 && config_.slot_bytes <= kMaxSlotBytes &&
+               config_.slots_per_peer >= 1 && config_.slots_per_peer <= 65536;
+  env_.check_all(valid, what + ": slot_bytes must be in [1, 1 GiB] and slots_per_peer in [1, 65536], got " +
+                            std::to_string(config_.slot_bytes) + " and " +
+                            std::to_string(config_.slots_per_peer));
+  {
+    long long mine[2] = {(long long)config_.slot_bytes, config_.slots_per_peer};
+    long long lo[2], hi[2];
+    auto guard = env_.lock();
+    mpi_check(MPI_Allreduce(mine, lo, 2, MPI_LONG_LONG, MPI_MIN, env_.comm()), "MPI_Allreduce(channel config)");
+    mpi_check(MPI_Allreduce(mine, hi, 2, MPI_LONG_LONG, MPI_MAX, env_.comm()), "MPI_Allreduce(channel config)");
+    guard.unlock();
+    env_.check_all(lo[0] == hi[0] && lo[1] == hi[1], what + ": ranks disagree on slot_bytes/slots_per_peer");
+  }
+
+  const size_t bytes = layout_.window_bytes();
+  int rc = MPI_SUCCESS;
+  {
+    auto guard = env_.lock();
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "same_size", "true");
+    MPI_Info_set(info, "same_disp_unit", "true");
+    MPI_Info_set(info, "accumulate_ordering", "none");  // no accumulates are used
+    void* base = nullptr;
+    rc = MPI_Win_allocate(MPI_Aint(bytes), 1, info, env_.comm(), &base, &win_);
+    MPI_Info_free(&info);
+    base_ = static_cast<std::byte*>(base);
+  }
+  env_.check_all(rc == MPI_SUCCESS,
+                 what + ": MPI_Win_allocate(" + std::to_string(bytes) + " bytes) failed: " +
+                     (rc == MPI_SUCCESS ? "" : mpi_error_string(rc)) +
+                     " (RMA over TCP needs --mca osc pt2pt; see docs/RMA.md)");
+
+  std::memset(base_, 0, bytes);  // seq 0 = empty slot, credits 0
+  peers_.resize(size_t(env_.size()));
+  for (auto& p : peers_) {
+    p.header_out.assign(size_t(config_.slots_per_peer), SlotHeader{});
+    p.seq_out.assign(size_t(config_.slots_per_peer), 0);
+  }
+  {
+    auto guard = env_.lock();
+    mpi_check(MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
+    // NOCHECK: nobody ever takes an exclusive lock, so no lock messages are needed.
+    mpi_check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
+  }
+  env_.barrier();  // every window zeroed before anyone puts
+}
+
+RmaChannel::~RmaChannel() {
+  if (win_ == MPI_WIN_NULL) return;
+  // Freeing is collective: while an exception unwinds on this rank only, the
+  // others would wait forever. The job is about to abort; leave the window.
+  if (std::uncaught_exceptions() > uncaught_at_init_) return;
+  auto guard = env_.lock();
+  MPI_Win_unlock_all(win_);
+  MPI_Win_free(&win_);
+}
+
+void RmaChannel::check_peer(int peer, const char* what) const {
+  if (peer < 0 || peer >= env_.size())
+    throw Error(env_.where() + ": channel '" + config_.name + "': " + what + " rank " + std::to_string(peer) +
+                " out of range [0, " + std::to_string(env_.size()) + ")");
+}
+
+void RmaChannel::sync(bool progress) {
+  auto guard = env_.lock();
+  // Unified memory model (all Open MPI components here), but MPI_Win_sync is
+  // the portable way to see remote puts in our own window memory.
+  MPI_Win_sync(win_);
+  if (progress || env_.needs_progress()) env_.progress_locked();
+}
+
+// ---- sending ---------------------------------------------------------------
+
+uint64_t RmaChannel::credits_from(int dest) const { return load_acquire(local(layout_.credit_offset(dest))); }
+
+uint64_t RmaChannel::free_slots(int dest) const {
+  uint64_t in_flight = (peers_[size_t(dest)].next_send_seq - 1) - credits_from(dest);
+  return uint64_t(config_.slots_per_peer) - in_flight;
+}
+
+void RmaChannel::wait_for_credit(int dest) {
+  if (free_slots(dest) > 0) return;
+  if (dest == env_.rank()) {
+    report_credits(dest);  // our own consumed slots
+    if (free_slots(dest) > 0) return;
+    throw Error(env_.where() + ": channel '" + config_.name +
+                "': send to self would block forever (ring full; receive first)");
+  }
+  const auto start = Clock::now();
+  Backoff backoff;
+  bool reported = false;
+  for (;;) {
+    sync(backoff.yielding());
+    if (free_slots(dest) > 0) break;
+    if (backoff.yielding() && !reported) {
+      // Idle anyway: tell our senders what we consumed, in case they in turn
+      // wait for us (two ranks sending to each other).
+      report_all_credits();
+      reported = true;
+    }
+    backoff.pause();
+  }
+  stats_.send_wait_seconds += seconds_since(start);
+}
+
+void RmaChannel::put_chunk(int dest, int32_t tag, std::span<const std::byte> data, uint64_t chunk,
+                           uint64_t chunks) {
+  PeerState& p = peers_[size_t(dest)];
+  const uint64_t seq = p.next_send_seq++;
+  const size_t k = size_t((seq - 1) % uint64_t(config_.slots_per_peer));
+  const size_t begin = size_t(chunk) * config_.slot_bytes;
+  const size_t n = std::min(config_.slot_bytes, data.size() - std::min(data.size(), begin));
+  SlotHeader& h = p.header_out[k];
+  h = SlotHeader{seq, tag, uint32_t(chunk), chunks, data.size(), n, {}};
+  p.seq_out[k] = seq;
+  const MPI_Aint at = MPI_Aint(layout_.slot_offset(env_.rank(), seq));
+  const auto* rest = reinterpret_cast<const std::byte*>(&h) + sizeof(uint64_t);
+  constexpr int rest_bytes = int(sizeof(SlotHeader) - sizeof(uint64_t));
+
+  auto guard = env_.lock();
+  mpi_check(MPI_Put(rest, rest_bytes, MPI_BYTE, dest, at + MPI_Aint(sizeof(uint64_t)), rest_bytes, MPI_BYTE, win_),
+            "MPI_Put(slot header)");
+  if (n > 0)
+    mpi_check(MPI_Put(data.data() + begin, int(n), MPI_BYTE, dest, at + MPI_Aint(sizeof(SlotHeader)), int(n),
+                      MPI_BYTE, win_),
+              "MPI_Put(slot payload)");
+  // Header and payload complete at the target before the notification.
+  mpi_check(MPI_Win_flush(dest, win_), "MPI_Win_flush(slot)");
+  mpi_check(MPI_Put(&p.seq_out[k], 1, MPI_UINT64_T, dest, at, 1, MPI_UINT64_T, win_), "MPI_Put(slot seq)");
+  // Local completion is enough: nothing is ordered after the notification
+  // except a reuse of this slot, which waits for the receiver's credit (so
+  // the receiver has seen it). The next flush to dest completes it anyway.
+  mpi_check(MPI_Win_flush_local(dest, win_), "MPI_Win_flush_local(slot seq)");
+}
+
+void RmaChannel::send_chunks(int dest, int32_t tag, std::span<const std::byte> data) {
+  const uint64_t chunks = layout_.chunks(data.size());
+  for (uint64_t c = 0; c < chunks; ++c) {
+    wait_for_credit(dest);
+    put_chunk(dest, tag, data, c, chunks);
+  }
+  stats_.messages_sent += 1;
+  stats_.bytes_sent += data.size();
+}
+
+void RmaChannel::send(int dest, int32_t tag, std::span<const std::byte> data) {
+  check_peer(dest, "send to");
+  if (dest == env_.rank()) {
+    // Only this rank could drain its own ring: refuse what cannot fit now
+    // rather than hang (or leave half a message behind).
+    report_credits(dest);
+    if (free_slots(dest) < layout_.chunks(data.size()))
+      throw Error(env_.where() + ": channel '" + config_.name + "': a " + std::to_string(data.size()) +
+                  "-byte send to self does not fit the free slots; receive first");
+  }
+  send_chunks(dest, tag, data);
+}
+
+bool RmaChannel::try_send(int dest, int32_t tag, std::span<const std::byte> data) {
+  check_peer(dest, "send to");
+  const uint64_t chunks = layout_.chunks(data.size());
+  if (free_slots(dest) < chunks) {
+    sync(true);
+    if (dest == env_.rank()) report_credits(dest);
+    if (free_slots(dest) < chunks) return false;
+  }
+  send_chunks(dest, tag, data);
+  return true;
+}
+
+// ---- receiving -------------------------------------------------------------
+
+const SlotHeader* RmaChannel::arrived(int src) const {
+  const uint64_t expected = peers_[size_t(src)].next_recv_seq;
+  const std::byte* slot = local(layout_.slot_offset(src, expected));
+  const uint64_t seq = load_acquire(slot);
+  if (seq == expected) return reinterpret_cast<const SlotHeader*>(slot);
+  if (seq > expected)  // a sender overran its credits: a protocol bug, never silent
+    throw Error(env_.where() + ": channel '" + config_.name + "': slot from rank " + std::to_string(src) +
+                " holds seq " + std::to_string(seq) + ", expected " + std::to_string(expected));
+  return nullptr;
+}
+
+const SlotHeader& RmaChannel::wait_slot(int src) {
+  sync(false);
+  if (const SlotHeader* h = arrived(src)) return *h;
+  const auto start = Clock::now();
+  Backoff backoff;
+  bool reported = false;
+  for (;;) {
+    backoff.pause();
+    sync(backoff.yielding());
+    if (const SlotHeader* h = arrived(src)) {
+      stats_.recv_wait_seconds += seconds_since(start);
+      return *h;
+    }
+    if (backoff.yielding() && !reported) {
+      report_all_credits();  // idle: let senders refill the rings we drained
+      reported = true;
+    }
+  }
+}
+
+void RmaChannel::report_credits(int src) {
+  PeerState& p = peers_[size_t(src)];
+  const uint64_t consumed = p.next_recv_seq - 1;
+  if (consumed == p.credits_reported) return;
+  p.credit_out = consumed;
+  auto guard = env_.lock();
+  mpi_check(MPI_Put(&p.credit_out, 1, MPI_UINT64_T, src, MPI_Aint(layout_.credit_offset(env_.rank())), 1,
+                    MPI_UINT64_T, win_),
+            "MPI_Put(credit)");
+  // Remote completion: puts to one location are not ordered, so an older
+  // (smaller) count must never land after a newer one.
+  mpi_check(MPI_Win_flush(src, win_), "MPI_Win_flush(credit)");
+  p.credits_reported = consumed;
+}
+
+void RmaChannel::report_all_credits() {
+  for (int r = 0; r < env_.size(); ++r) report_credits(r);
+}
+
+void RmaChannel::release_slot(int src) {
+  PeerState& p = peers_[size_t(src)];
+  ++p.next_recv_seq;
+  // Batch credits: one put per half ring. Deadlock-free because a blocked
+  // sender has a full ring here; once we drained it, consumed - reported is
+  // the whole ring >= the threshold.
+  const uint64_t threshold = uint64_t(std::max(1, config_.slots_per_peer / 2));
+  if (p.next_recv_seq - 1 - p.credits_reported >= threshold) report_credits(src);
+}
+
+MessageInfo RmaChannel::info_of(int src, const SlotHeader& h) const {
+  const uint64_t expected_chunks = layout_.chunks(size_t(h.message_bytes));
+  if (h.chunk != 0 || h.chunks != expected_chunks ||
+      h.chunk_bytes != std::min<uint64_t>(h.message_bytes, config_.slot_bytes))
+    throw Error(env_.where() + ": channel '" + config_.name + "': corrupt first slot from rank " +
+                std::to_string(src));
+  return MessageInfo{src, h.tag, size_t(h.message_bytes)};
+}
+
+MessageInfo RmaChannel::consume(int src, const SlotHeader& first, const ChunkFn& fn) {
+  const MessageInfo info = info_of(src, first);
+  const uint64_t chunks = first.chunks;
+  size_t offset = 0;
+  const SlotHeader* h = &first;
+  for (uint64_t c = 0; c < chunks; ++c) {
+    if (c > 0) {
+      h = &wait_slot(src);
+      if (h->chunk != c || h->chunks != chunks || h->message_bytes != info.bytes || h->tag != info.tag)
+        throw Error(env_.where() + ": channel '" + config_.name + "': chunk " + std::to_string(c) +
+                    " from rank " + std::to_string(src) + " does not continue its message");
+    }
+    fn(info, offset, std::span<const std::byte>(payload_of(*h), size_t(h->chunk_bytes)));
+    offset += size_t(h->chunk_bytes);
+    release_slot(src);
+  }
+  stats_.messages_received += 1;
+  stats_.bytes_received += info.bytes;
+  return info;
+}
+
+std::optional<MessageInfo> RmaChannel::probe(int src) {
+  check_peer(src, "probe");
+  sync(true);
+  if (const SlotHeader* h = arrived(src)) return info_of(src, *h);
+  return std::nullopt;
+}
+
+MessageInfo RmaChannel::recv_chunks(int src, const ChunkFn& fn) {
+  check_peer(src, "receive from");
+  return consume(src, wait_slot(src), fn);
+}
+
+MessageInfo RmaChannel::recv_into(int src, std::span<std::byte> out) {
+  check_peer(src, "receive from");
+  const SlotHeader& first = wait_slot(src);
+  if (out.size() < first.message_bytes)
+    throw Error(env_.where() + ": channel '" + config_.name + "': message of " +
+                std::to_string(first.message_bytes) + " bytes from rank " + std::to_string(src) +
+                " does not fit a " + std::to_string(out.size()) + "-byte buffer");
+  return consume(src, first, [&](const MessageInfo&, size_t offset, std::span<const std::byte> chunk) {
+    std::memcpy(out.data() + offset, chunk.data(), chunk.size());
+  });
+}
+
+Message RmaChannel::recv(int src) {
+  check_peer(src, "receive from");
+  const SlotHeader& first = wait_slot(src);
+  Message m;
+  m.data.resize(size_t(first.message_bytes));
+  const MessageInfo info = consume(src, first, [&](const MessageInfo&, size_t offset, std::span<const std::byte> c) {
+    std::memcpy(m.data.data() + offset, c.data(), c.size());
+  });
+  m.src = info.src;
+  m.tag = info.tag;
+  return m;
+}
+
+std::optional<Message> RmaChannel::try_recv(int src) {
+  if (!probe(src)) return std::nullopt;
+  return recv(src);
+}
+
+Message RmaChannel::recv_any() {
+  const int n = env_.size();
+  const auto start = Clock::now();
+  Backoff backoff;
+  bool waited = false, reported = false;
+  for (;;) {
+    sync(backoff.yielding());
+    for (int i = 0; i < n; ++i) {
+      const int src = (next_any_ + i) % n;
+      if (arrived(src)) {
+        next_any_ = (src + 1) % n;
+        if (waited) stats_.recv_wait_seconds += seconds_since(start);
+        return recv(src);
+      }
+    }
+    waited = true;
+    if (backoff.yielding() && !reported) {
+      report_all_credits();
+      reported = true;
+    }
+    backoff.pause();
+  }
+}
+
+}  // namespace trillion
