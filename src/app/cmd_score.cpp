@@ -42,24 +42,24 @@ int run_score(const Args& args) {
   Scorer scorer(*m.runner, ScorerOptions{ro.step_tokens, logits_dir});
   JsonlWriter out(output, /*append=*/false);
   int64_t errors = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (auto& p : requests) {
-    if (auto* e = std::get_if<RequestError>(&p)) {
+  std::vector<const ScoreRequest*> runnable;
+  for (const auto& p : requests) {
+    if (const auto* e = std::get_if<RequestError>(&p)) {
       std::fprintf(stderr, "trillion score: %s line %lld: %s\n", input.c_str(), (long long)e->line,
                    e->message.c_str());
       out.write(error_record(*e));
       ++errors;
-      continue;
+    } else {
+      runnable.push_back(&std::get<ScoreRequest>(p));
     }
-    const ScoreRequest& r = std::get<ScoreRequest>(p);
-    ScoreResult res;
-    try {
-      res = scorer.score(r);
-    } catch (const InputError& e) {
-      RequestError err{r.line, r.id, e.what()};
-      out.write(error_record(err));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  scorer.run(runnable, [&](const ScoreResult& res) {
+    const ScoreRequest& r = *res.request;
+    if (!res.error.empty()) {
+      out.write(error_record(RequestError{r.line, r.id, res.error}));
       ++errors;
-      continue;
+      return;
     }
     double total = 0;
     for (double lp : res.token_logprobs) total += lp;
@@ -68,7 +68,7 @@ int run_score(const Args& args) {
                {"token_logprobs", res.token_logprobs},
                {"total_logprob", total},
                {"greedy_token_ids", res.greedy_ids}});
-  }
+  });
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr, "trillion score: %zu requests (%lld errors), %lld tokens in %.2f s (%.1f tokens/s)\n",
                requests.size(), (long long)errors, (long long)scorer.tokens_scored(), secs,

@@ -4,8 +4,6 @@
 #include <chrono>
 #include <deque>
 
-#include "engine/greedy.hpp"
-
 namespace trillion {
 
 namespace {
@@ -14,9 +12,20 @@ struct Sequence {
   const GenerateRequest* req = nullptr;
   int32_t slot = 0;
   std::vector<int32_t> tokens;  // prompt then generated
-  int64_t cached = 0;           // positions already in the KV cache
+  int64_t cached = 0;           // positions submitted to the runner (cached once the step runs)
   std::vector<int32_t> generated;
   bool prefilling() const { return cached < int64_t(req->prompt_token_ids.size()); }
+};
+
+// A micro-batch group: the sequences whose slots are congruent to it modulo
+// the runner's in-flight count; at most one of its steps is in flight.
+struct Group {
+  std::vector<Sequence> active;
+  std::vector<int32_t> free_slots;
+  bool in_flight = false;
+  std::vector<Sequence*> wants;  // sequences whose next token the in-flight step yields
+  std::chrono::steady_clock::time_point submitted;
+  bool has_prefill = false;
 };
 
 }  // namespace
@@ -27,93 +36,113 @@ Generator::Generator(StepRunner& runner, const ModelConfig& cfg, GeneratorOption
 void Generator::run(const std::vector<const GenerateRequest*>& requests,
                     const std::function<void(const GenerationResult&)>& done) {
   std::deque<const GenerateRequest*> pending(requests.begin(), requests.end());
-  std::vector<int32_t> free_slots;
-  for (int32_t s = runner_.slots() - 1; s >= 0; --s) free_slots.push_back(s);
-  std::vector<Sequence> active;
-  std::vector<float> logits;
-  const int64_t vocab = runner_.vocab_size(), max_len = runner_.max_len();
+  const int M = std::max(1, std::min<int>(runner_.max_in_flight(), runner_.slots()));
+  std::vector<Group> groups(static_cast<size_t>(M));
+  for (int32_t s = runner_.slots() - 1; s >= 0; --s) groups[size_t(s % M)].free_slots.push_back(s);
+  const int64_t max_len = runner_.max_len();
+  int in_flight = 0;
+  size_t next_group = 0;
 
-  auto finish = [&](Sequence& s, const char* reason) {
-    done(GenerationResult{s.req, s.generated, reason});
-    free_slots.push_back(s.slot);
-    s.req = nullptr;
-  };
-
-  while (!pending.empty() || !active.empty()) {
-    // Admit requests into free slots.
-    while (!pending.empty() && !free_slots.empty()) {
+  auto admit = [&](Group& g) {
+    while (!pending.empty() && !g.free_slots.empty()) {
       const GenerateRequest* r = pending.front();
       pending.pop_front();
-      Sequence s;
-      s.req = r;
-      s.tokens = r->prompt_token_ids;
       if (r->max_tokens == 0) {  // nothing to generate: no forward pass needed
         done(GenerationResult{r, {}, "length"});
         continue;
       }
-      s.slot = free_slots.back();
-      free_slots.pop_back();
-      active.push_back(std::move(s));
+      Sequence s;
+      s.req = r;
+      s.tokens = r->prompt_token_ids;
+      s.slot = g.free_slots.back();
+      g.free_slots.pop_back();
+      g.active.push_back(std::move(s));
     }
-    if (active.empty()) continue;
+  };
 
-    // Build the step: decode rows first (they always fit), then prefill chunks.
+  // Builds and submits the group's next step: one decode row per decoding
+  // sequence (they always fit), then prefill chunks up to the token budget.
+  auto submit = [&](Group& g, uint64_t ticket) {
     StepInput in;
-    std::vector<Sequence*> wants;     // sequences whose next token this step yields
-    std::vector<Sequence*> decoders;  // sequences with one decode row this step
-    bool has_prefill = false;
-    for (Sequence& s : active) {
+    g.wants.clear();
+    g.has_prefill = false;
+    for (Sequence& s : g.active) {
       if (s.prefilling()) continue;
       in.tokens.push_back(s.tokens.back());
       in.batch.rows.push_back({s.slot, int32_t(s.cached)});
       in.logit_rows.push_back(in.batch.size() - 1);
-      wants.push_back(&s);
-      decoders.push_back(&s);
+      g.wants.push_back(&s);
+      ++s.cached;
+      ++stats_.decode_tokens;
     }
     int64_t budget = std::max<int64_t>(1, opts_.step_tokens);
-    std::vector<std::pair<Sequence*, int64_t>> chunks;
-    for (Sequence& s : active) {
+    for (Sequence& s : g.active) {
       if (!s.prefilling() || budget <= 0) continue;
       const int64_t prompt = int64_t(s.req->prompt_token_ids.size());
       const int64_t take = std::min(prompt - s.cached, budget);
       budget -= take;
-      has_prefill = true;
+      g.has_prefill = true;
       for (int64_t p = s.cached; p < s.cached + take; ++p) {
         in.tokens.push_back(s.tokens[size_t(p)]);
         in.batch.rows.push_back({s.slot, int32_t(p)});
       }
-      chunks.push_back({&s, take});
-      if (s.cached + take == prompt) {  // the chunk ends the prompt: its last row yields a token
+      s.cached += take;
+      stats_.prefill_tokens += take;
+      if (s.cached == prompt) {  // the chunk ends the prompt: its last row yields a token
         in.logit_rows.push_back(in.batch.size() - 1);
-        wants.push_back(&s);
+        g.wants.push_back(&s);
       }
     }
-    // logit_rows must be increasing: decode rows come first, prefill ends after.
-    logits.resize(in.logit_rows.size() * size_t(vocab));
-    const auto t0 = std::chrono::steady_clock::now();
-    runner_.step(in, logits.data());
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    g.submitted = std::chrono::steady_clock::now();
+    runner_.submit(ticket, in);
+    g.in_flight = true;
+    ++in_flight;
     ++stats_.steps;
-    (has_prefill ? stats_.prefill_seconds : stats_.decode_seconds) += secs;
+  };
 
-    for (Sequence* s : decoders) ++s->cached;
-    stats_.decode_tokens += int64_t(decoders.size());
-    for (auto& [s, take] : chunks) { s->cached += take; stats_.prefill_tokens += take; }
-
-    for (size_t i = 0; i < wants.size(); ++i) {
-      Sequence& s = *wants[i];
-      const int32_t tok = argmax(&logits[i * size_t(vocab)], vocab);
+  auto complete = [&](Group& g, const StepOutput& out) {
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - g.submitted).count();
+    (g.has_prefill ? stats_.prefill_seconds : stats_.decode_seconds) += secs;
+    g.in_flight = false;
+    --in_flight;
+    for (size_t i = 0; i < g.wants.size(); ++i) {
+      Sequence& s = *g.wants[i];
+      const int32_t tok = out.tokens[i];
       s.generated.push_back(tok);
       s.tokens.push_back(tok);
-      const bool eos = std::find(cfg_.eos_token_ids.begin(), cfg_.eos_token_ids.end(), tok) !=
-                       cfg_.eos_token_ids.end();
-      if (eos) finish(s, "stop");
-      else if (int64_t(s.generated.size()) >= s.req->max_tokens) finish(s, "length");
-      else if (int64_t(s.tokens.size()) >= max_len) finish(s, "length");  // context full
+      const char* reason = nullptr;
+      if (std::find(cfg_.eos_token_ids.begin(), cfg_.eos_token_ids.end(), tok) != cfg_.eos_token_ids.end())
+        reason = "stop";
+      else if (int64_t(s.generated.size()) >= s.req->max_tokens)
+        reason = "length";
+      else if (int64_t(s.tokens.size()) >= max_len)
+        reason = "length";  // the context is full
+      if (reason) {
+        done(GenerationResult{s.req, s.generated, reason});
+        g.free_slots.push_back(s.slot);
+        s.req = nullptr;
+      }
     }
-    active.erase(std::remove_if(active.begin(), active.end(),
-                                [](const Sequence& s) { return s.req == nullptr; }),
-                 active.end());
+    g.wants.clear();
+    g.active.erase(std::remove_if(g.active.begin(), g.active.end(),
+                                  [](const Sequence& s) { return s.req == nullptr; }),
+                   g.active.end());
+  };
+
+  for (;;) {
+    // Fill the pipeline: every idle group with work submits a step.
+    for (int tried = 0; tried < M && in_flight < M; ++tried) {
+      Group& g = groups[next_group];
+      const uint64_t ticket = next_group;
+      next_group = (next_group + 1) % size_t(M);
+      if (g.in_flight) continue;
+      admit(g);
+      if (!g.active.empty()) submit(g, ticket);
+    }
+    if (in_flight == 0) break;  // nothing running and nothing could start: all done
+    StepOutput out = runner_.next();
+    complete(groups[size_t(out.ticket)], out);
   }
 }
 

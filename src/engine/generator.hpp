@@ -1,7 +1,10 @@
 // The generation loop: continuous batching over the runner's sequence slots.
-// Each step carries one decode row per running sequence plus prefill chunks
-// of newly admitted prompts (up to a token budget); a finished sequence frees
-// its slot at once and the next request takes it.
+// Slots are split into as many micro-batch groups as the runner keeps steps
+// in flight (pipeline stages); each group's step carries one decode row per
+// running sequence plus prefill chunks of newly admitted prompts (up to a
+// token budget). A finished sequence frees its slot at once and the next
+// request takes it. The greedy token of a row depends only on that row, so
+// results do not depend on slots, groups or budgets.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -28,8 +31,8 @@ struct GeneratorStats {
   int64_t steps = 0;
   int64_t prefill_tokens = 0;
   int64_t decode_tokens = 0;
-  double prefill_seconds = 0;  // wall time of steps that carried prefill rows
-  double decode_seconds = 0;   // wall time of decode-only steps
+  double prefill_seconds = 0;  // submit-to-result time of steps that carried prefill rows
+  double decode_seconds = 0;   // submit-to-result time of decode-only steps
 };
 
 class Generator {

@@ -2,7 +2,28 @@
 
 #include <cstring>
 
+#include "engine/greedy.hpp"
+
 namespace trillion {
+
+StepOutput finish_step(const Transformer& model, const float* x, const StepInput& in) {
+  const int64_t d = model.config().hidden_size, vocab = model.config().vocab_size;
+  const int64_t m = int64_t(in.logit_rows.size());
+  // Only the requested rows go through the (vocabulary-sized) head.
+  std::vector<float> rows(size_t(m * d));
+  for (int64_t i = 0; i < m; ++i)
+    std::memcpy(&rows[size_t(i * d)], x + in.logit_rows[size_t(i)] * d, size_t(d) * sizeof(float));
+  StepOutput out;
+  out.logits.resize(size_t(m * vocab));
+  model.logits(rows.data(), m, out.logits.data());
+  out.tokens.resize(size_t(m));
+  for (int64_t i = 0; i < m; ++i) out.tokens[size_t(i)] = argmax(&out.logits[size_t(i * vocab)], vocab);
+  if (!in.return_logits) {
+    out.logits.clear();
+    out.logits.shrink_to_fit();
+  }
+  return out;
+}
 
 namespace {
 LayerRange whole_model(const ModelConfig& cfg) {
@@ -16,16 +37,20 @@ LocalRunner::LocalRunner(const ModelConfig& cfg, TensorSource& source, ThreadPoo
       model_(cfg, whole_model(cfg), source, pool),
       cache_(cfg, whole_model(cfg), slots, max_len) {}
 
-void LocalRunner::step(const StepInput& in, float* logits) {
+void LocalRunner::submit(uint64_t ticket, const StepInput& in) {
   const int64_t n = in.batch.size(), d = cfg_.hidden_size;
   x_.resize(size_t(n * d));
   model_.embed(in.tokens.data(), n, x_.data());
   model_.forward(in.batch, x_.data(), cache_);
-  // Only the requested rows go through the (vocabulary-sized) head.
-  rows_.resize(in.logit_rows.size() * size_t(d));
-  for (size_t i = 0; i < in.logit_rows.size(); ++i)
-    std::memcpy(&rows_[i * size_t(d)], &x_[size_t(in.logit_rows[i] * d)], size_t(d) * sizeof(float));
-  model_.logits(rows_.data(), int64_t(in.logit_rows.size()), logits);
+  StepOutput out = finish_step(model_, x_.data(), in);
+  out.ticket = ticket;
+  done_.push_back(std::move(out));
+}
+
+StepOutput LocalRunner::next() {
+  StepOutput out = std::move(done_.front());
+  done_.pop_front();
+  return out;
 }
 
 }  // namespace trillion

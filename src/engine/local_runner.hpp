@@ -1,5 +1,6 @@
-// StepRunner for one rank holding the whole model.
+// StepRunner for one rank holding the whole model: steps run at submit().
 #pragma once
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -16,14 +17,20 @@ class LocalRunner : public StepRunner {
   int64_t vocab_size() const override { return cfg_.vocab_size; }
   int32_t slots() const override { return cache_.slots(); }
   int32_t max_len() const override { return cache_.max_len(); }
-  void step(const StepInput& in, float* logits) override;
+  void submit(uint64_t ticket, const StepInput& in) override;
+  StepOutput next() override;
 
  private:
   const ModelConfig& cfg_;
   Transformer model_;
   KvCache cache_;
   std::vector<float> x_;     // [n, hidden] activations of the step
-  std::vector<float> rows_;  // [logit_rows, hidden] gathered rows for lm_head
+  std::deque<StepOutput> done_;
 };
+
+// The head of a step on the last stage: logits of the requested rows of
+// x[n, hidden] and their greedy tokens. Shared by every runner so all layouts
+// produce the same bits.
+StepOutput finish_step(const Transformer& model, const float* x, const StepInput& in);
 
 }  // namespace trillion

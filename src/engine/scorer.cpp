@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <memory>
 
 #include "common/error.hpp"
 #include "common/npy.hpp"
-#include "engine/greedy.hpp"
 
 namespace trillion {
 
@@ -27,38 +27,107 @@ bool is_safe_file_id(const std::string& id) {
 
 Scorer::Scorer(StepRunner& runner, ScorerOptions opts) : runner_(runner), opts_(std::move(opts)) {}
 
-ScoreResult Scorer::score(const ScoreRequest& req) {
-  const int64_t T = int64_t(req.token_ids.size()), vocab = runner_.vocab_size();
-  const int64_t chunk = std::max<int64_t>(1, opts_.step_tokens);
-  std::unique_ptr<NpyRowWriter> npy;
-  if (!opts_.logits_dir.empty()) {
-    if (!is_safe_file_id(req.id))
-      throw InputError("id \"" + req.id + "\" cannot name a logits file (no '/', no leading '.')");
-    npy = std::make_unique<NpyRowWriter>(opts_.logits_dir + "/" + req.id + ".npy", T, vocab);
-  }
+namespace {
+
+struct Job {  // one request being scored
   ScoreResult result;
-  result.token_logprobs.reserve(size_t(T - 1));
-  for (int64_t begin = 0; begin < T; begin += chunk) {
-    const int64_t n = std::min(chunk, T - begin);
-    StepInput in;
-    for (int64_t p = begin; p < begin + n; ++p) {
-      in.tokens.push_back(req.token_ids[size_t(p)]);
-      in.batch.rows.push_back({0, int32_t(p)});
-      in.logit_rows.push_back(p - begin);
+  std::unique_ptr<NpyRowWriter> npy;
+  int64_t chunks_left = 0;
+};
+
+struct Chunk {  // one submitted step: rows [begin, begin + n) of a job
+  size_t job;
+  int64_t begin, n;
+};
+
+}  // namespace
+
+void Scorer::run(const std::vector<const ScoreRequest*>& requests,
+                 const std::function<void(const ScoreResult&)>& done) {
+  const int64_t vocab = runner_.vocab_size();
+  const int64_t chunk = std::max<int64_t>(1, opts_.step_tokens);
+  const int M = std::max(1, runner_.max_in_flight());
+  std::vector<Job> jobs(requests.size());
+  std::deque<Chunk> in_flight;
+  size_t next_done = 0;  // results are reported in request order
+
+  auto report_ready = [&] {
+    while (next_done < jobs.size() && jobs[next_done].chunks_left == 0 && jobs[next_done].result.request) {
+      Job& j = jobs[next_done];
+      if (j.npy && j.result.error.empty()) {
+        try {
+          j.npy->close();
+        } catch (const Error& e) {
+          j.result.error = e.what();
+        }
+      }
+      j.npy.reset();
+      done(j.result);
+      j.result = ScoreResult{};
+      ++next_done;
     }
-    logits_.resize(size_t(n * vocab));
-    runner_.step(in, logits_.data());
-    for (int64_t i = 0; i < n; ++i) {
-      const float* row = &logits_[size_t(i * vocab)];
-      result.greedy_ids.push_back(argmax(row, vocab));
-      if (begin + i + 1 < T)
-        result.token_logprobs.push_back(token_logprob(row, vocab, req.token_ids[size_t(begin + i + 1)]));
+  };
+
+  auto collect = [&] {
+    StepOutput out = runner_.next();
+    Chunk c = in_flight.front();
+    in_flight.pop_front();
+    Job& j = jobs[c.job];
+    const auto& ids = j.result.request->token_ids;
+    const int64_t T = int64_t(ids.size());
+    for (int64_t i = 0; i < c.n; ++i) {
+      const float* row = &out.logits[size_t(i * vocab)];
+      j.result.greedy_ids.push_back(out.tokens[size_t(i)]);
+      if (c.begin + i + 1 < T)
+        j.result.token_logprobs.push_back(token_logprob(row, vocab, ids[size_t(c.begin + i + 1)]));
     }
-    if (npy) npy->append(logits_.data(), n);
+    if (j.npy && j.result.error.empty()) {
+      try {
+        j.npy->append(out.logits.data(), c.n);
+      } catch (const Error& e) {
+        j.result.error = e.what();
+      }
+    }
+    --j.chunks_left;
+    report_ready();
+  };
+
+  for (size_t k = 0; k < requests.size(); ++k) {
+    const ScoreRequest& req = *requests[k];
+    Job& j = jobs[k];
+    j.result.request = &req;
+    const int64_t T = int64_t(req.token_ids.size());
+    j.chunks_left = (T + chunk - 1) / chunk;
+    if (!opts_.logits_dir.empty()) {
+      try {
+        if (!is_safe_file_id(req.id))
+          throw InputError("id \"" + req.id + "\" cannot name a logits file (no '/', no leading '.')");
+        j.npy = std::make_unique<NpyRowWriter>(opts_.logits_dir + "/" + req.id + ".npy", T, vocab);
+      } catch (const Error& e) {
+        j.result.error = e.what();
+        j.chunks_left = 0;
+        report_ready();
+        continue;
+      }
+    }
+    const int32_t slot = int32_t(k % size_t(runner_.slots()));
+    for (int64_t begin = 0; begin < T; begin += chunk) {
+      const int64_t n = std::min(chunk, T - begin);
+      StepInput in;
+      in.return_logits = true;
+      for (int64_t p = begin; p < begin + n; ++p) {
+        in.tokens.push_back(req.token_ids[size_t(p)]);
+        in.batch.rows.push_back({slot, int32_t(p)});
+        in.logit_rows.push_back(p - begin);
+      }
+      while (int(in_flight.size()) >= M) collect();
+      runner_.submit(k, in);
+      in_flight.push_back({k, begin, n});
+    }
+    tokens_ += T;
   }
-  if (npy) npy->close();
-  tokens_ += T;
-  return result;
+  while (!in_flight.empty()) collect();
+  report_ready();
 }
 
 }  // namespace trillion

@@ -1,8 +1,10 @@
 // `trillion score`: the log-probability of each given token after the first,
-// and optionally the full logits, for token sequences. A sequence runs as
-// prefill chunks through the runner; every row's logits are used.
+// and optionally the full logits, for token sequences. Sequences run as
+// prefill chunks through the runner, up to max_in_flight() chunks at once
+// (a pipeline's stages each work on one); results come back in order.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,8 +14,10 @@
 namespace trillion {
 
 struct ScoreResult {
+  const ScoreRequest* request = nullptr;
   std::vector<double> token_logprobs;  // [T-1]: log p(token[t+1] | tokens[0..t])
   std::vector<int32_t> greedy_ids;     // [T]: argmax after each token
+  std::string error;                   // non-empty: the request failed (e.g. unwritable logits file)
 };
 
 struct ScorerOptions {
@@ -24,13 +28,14 @@ struct ScorerOptions {
 class Scorer {
  public:
   Scorer(StepRunner& runner, ScorerOptions opts);
-  ScoreResult score(const ScoreRequest& req);
+  // Scores every request; `done` is called for each, in request order.
+  void run(const std::vector<const ScoreRequest*>& requests,
+           const std::function<void(const ScoreResult&)>& done);
   int64_t tokens_scored() const { return tokens_; }
 
  private:
   StepRunner& runner_;
   ScorerOptions opts_;
-  std::vector<float> logits_;
   int64_t tokens_ = 0;
 };
 

@@ -1,6 +1,14 @@
-// One forward step of the whole model for a batch of token rows, wherever the
+// Forward steps of the whole model for batches of token rows, wherever the
 // layers live. The engine (scheduling, sampling, results) sees only this; the
-// one-rank implementation is LocalRunner, the parallel runtime provides others.
+// one-rank implementation is LocalRunner, the parallel runtime provides the
+// pipeline and expert-parallel ones.
+//
+// Steps are asynchronous: submit() starts one, next() returns the oldest
+// unfinished one (steps complete in submission order). A pipeline keeps up to
+// max_in_flight() steps (micro-batches) moving through its stages at once.
+// Rows of one slot may appear in several in-flight steps only as consecutive
+// prefill chunks (every stage runs steps in submission order, so the cache is
+// always filled before it is read).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -12,7 +20,14 @@ namespace trillion {
 struct StepInput {
   std::vector<int32_t> tokens;     // [n] token ids, one per batch row
   Batch batch;                     // [n] (slot, pos) of each row
-  std::vector<int64_t> logit_rows; // rows whose logits the caller needs, increasing
+  std::vector<int64_t> logit_rows; // rows whose outputs the caller needs, increasing
+  bool return_logits = false;      // false: only the greedy token of each logit row
+};
+
+struct StepOutput {
+  uint64_t ticket = 0;
+  std::vector<int32_t> tokens;  // [logit_rows] greedy (argmax, lowest id on ties)
+  std::vector<float> logits;    // [logit_rows, vocab] when return_logits, else empty
 };
 
 class StepRunner {
@@ -21,8 +36,15 @@ class StepRunner {
   virtual int64_t vocab_size() const = 0;
   virtual int32_t slots() const = 0;    // sequence slots of the KV cache
   virtual int32_t max_len() const = 0;  // positions per slot
-  // logits[logit_rows.size(), vocab] for the requested rows, in their order.
-  virtual void step(const StepInput& in, float* logits) = 0;
+  virtual int max_in_flight() const { return 1; }
+
+  virtual void submit(uint64_t ticket, const StepInput& in) = 0;
+  virtual StepOutput next() = 0;  // blocks until the oldest submitted step is done
+
+  StepOutput step(const StepInput& in) {
+    submit(0, in);
+    return next();
+  }
 };
 
 }  // namespace trillion

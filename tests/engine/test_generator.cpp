@@ -15,12 +15,20 @@ namespace {
 // cached), which the fake records as a failure.
 class FakeRunner : public StepRunner {
  public:
-  FakeRunner(int32_t slots, int32_t max_len) : slots_(slots), max_len_(max_len), cache_(size_t(slots)) {}
+  FakeRunner(int32_t slots, int32_t max_len, int in_flight = 1)
+      : slots_(slots), max_len_(max_len), in_flight_(in_flight), cache_(static_cast<size_t>(slots)) {}
+  int max_in_flight() const override { return in_flight_; }
+  StepOutput next() override {
+    StepOutput o = std::move(queue_.front());
+    queue_.erase(queue_.begin());
+    return o;
+  }
   int64_t vocab_size() const override { return V; }
   int32_t slots() const override { return slots_; }
   int32_t max_len() const override { return max_len_; }
-  void step(const StepInput& in, float* logits) override {
+  void submit(uint64_t ticket, const StepInput& in) override {
     ++steps;
+    if (int(queue_.size()) >= in_flight_) consistent = false;  // more in flight than allowed
     max_rows = std::max<int64_t>(max_rows, in.batch.size());
     for (int64_t i = 0; i < in.batch.size(); ++i) {
       const TokenRow r = in.batch.rows[size_t(i)];
@@ -29,12 +37,14 @@ class FakeRunner : public StepRunner {
       c.resize(size_t(r.pos));
       c.push_back(in.tokens[size_t(i)]);
     }
+    StepOutput out;
+    out.ticket = ticket;
     for (size_t j = 0; j < in.logit_rows.size(); ++j) {
       const int64_t i = in.logit_rows[j];
       const TokenRow r = in.batch.rows[size_t(i)];
-      const int32_t next = (3 * in.tokens[size_t(i)] + r.pos) % V;
-      for (int v = 0; v < V; ++v) logits[j * V + size_t(v)] = v == next ? 1.0f : 0.0f;
+      out.tokens.push_back((3 * in.tokens[size_t(i)] + r.pos) % V);
     }
+    queue_.push_back(std::move(out));
   }
   static constexpr int V = 11;
   int64_t steps = 0, max_rows = 0;
@@ -42,7 +52,9 @@ class FakeRunner : public StepRunner {
 
  private:
   int32_t slots_, max_len_;
+  int in_flight_;
   std::vector<std::vector<int32_t>> cache_;
+  std::vector<StepOutput> queue_;
 };
 
 std::vector<int32_t> expected(const GenerateRequest& r, const std::vector<int64_t>& eos, int64_t max_len,
@@ -76,7 +88,8 @@ BOOST_AUTO_TEST_CASE(results_do_not_depend_on_slots_or_step_budget) {
   for (auto& r : reqs) ptrs.push_back(&r);
   for (int32_t slots : {1, 2, 4, 16}) {
     for (int64_t budget : {1, 3, 256}) {
-      FakeRunner runner(slots, 40);
+     for (int in_flight : {1, 2, 3}) {
+      FakeRunner runner(slots, 40, in_flight);
       Generator gen(runner, cfg, GeneratorOptions{budget});
       std::map<std::string, GenerationResult> got;
       gen.run(ptrs, [&](const GenerationResult& r) { got[r.request->id] = r; });
@@ -89,6 +102,7 @@ BOOST_AUTO_TEST_CASE(results_do_not_depend_on_slots_or_step_budget) {
         BOOST_TEST(got[r.id].token_ids == want, r.id << " slots " << slots << " budget " << budget);
         BOOST_TEST(got[r.id].finish_reason == reason, r.id);
       }
+     }
     }
   }
 }
