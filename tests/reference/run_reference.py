@@ -115,9 +115,11 @@ def run(args):
                 json.dump({"token_ids": tokens, "logit_gaps": gaps,
                            "min_expert_margin": _overall_min(l["min_expert_margin"] for l in step_layers),
                            "min_group_margin": _overall_min(l["min_group_margin"] for l in step_layers)}, f)
-        print("%s: %d tokens%s in %.2fs" % (rid, len(ids), " + %d generated" % args.generate
-                                           if args.generate else "", time.time() - t1), file=sys.stderr)
-    print("%d requests in %.2fs" % (len(reqs), time.time() - t0), file=sys.stderr)
+        if not getattr(args, "quiet", False):
+            print("%s: %d tokens%s in %.2fs" % (rid, len(ids), " + %d generated" % args.generate
+                                               if args.generate else "", time.time() - t1), file=sys.stderr)
+    if not getattr(args, "quiet", False):
+        print("%d requests in %.2fs" % (len(reqs), time.time() - t0), file=sys.stderr)
 
 
 # ----------------------------------------------------------------------------- self-test helpers
@@ -309,7 +311,7 @@ def random_dict_model(c, seed):
 def naive_forward(c, t, ids):
     """Token-by-token, head-by-head forward with HF's rope formulation
     (de-interleave, rotate_half, cat(freqs, freqs)); a second reading of the math."""
-    d, H = c["hidden_size"], c["num_attention_heads"]
+    H = c["num_attention_heads"]
     dn, dr, dv, r = c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"], c["kv_lora_rank"]
     eps = c["rms_norm_eps"]
     rs = c.get("rope_scaling")
@@ -677,7 +679,8 @@ def test_cli():
         with open(req, "w") as f:
             f.write('{"id": "a", "token_ids": [1, 2, 3, 4, 5]}\n\n{"id": "b", "token_ids": [7]}\n')
         out = os.path.join(tmp, "out")
-        run(argparse.Namespace(model=mdir, requests=req, out_dir=out, generate=3, absorbed=False, float32=False))
+        run(argparse.Namespace(model=mdir, requests=req, out_dir=out, generate=3, absorbed=False, float32=False,
+                                quiet=True))
         la = np.load(os.path.join(out, "a.npy"))
         assert la.shape == (5, TEST_CONFIG["vocab_size"]) and la.dtype == np.float64
         with open(os.path.join(out, "a.greedy.json")) as f:

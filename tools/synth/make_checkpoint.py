@@ -18,9 +18,11 @@ import hashlib
 import json
 import math
 import os
+import queue
 import re
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -99,31 +101,80 @@ def split_files(sizes, nfiles):
     return assign, nfiles
 
 
-def emit(src, fmt, w, seed, chunk_elems):
-    """Generate source `src` and append its stored tensors to writer `w`."""
-    rng = stream(seed, src.key)
+def source_chunks(sources, seed, chunk_elems):
+    """Yields (src, first_row, float32 values) for every source in order: a 1-D source whole,
+    a matrix in chunks of whole 128-row multiples (the FP8 block height)."""
+    for src in sources:
+        rng = stream(seed, src.key)
+        if len(src.shape) == 1:
+            yield src, 0, draw(rng, src.init, src.shape)
+            continue
+        rows, cols = src.shape
+        step = max(128, (chunk_elems // cols) // 128 * 128)
+        for r0 in range(0, rows, step):
+            yield src, r0, draw(rng, src.init, (min(step, rows - r0), cols))
+
+
+def prefetched(iterable, depth=2):
+    """Runs `iterable` in a helper thread, `depth` items ahead (numpy's generators release the
+    GIL, so drawing the next chunk overlaps encoding and writing this one).  Same items, same
+    order: determinism is untouched."""
+    q = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(item):  # False once the consumer has gone
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def run():
+        try:
+            for item in iterable:
+                if not put(item):
+                    return
+            put(done)
+        except BaseException as e:  # noqa: BLE001  (re-raised in the consumer)
+            put(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        t.join()
+
+
+def emit_chunk(src, r0, x, fmt, w):
+    """Encodes one chunk of source `src` in format `fmt` and appends it to writer `w`."""
     stored = P.stored_tensors(src, fmt)
     if len(src.shape) == 1:
-        x = draw(rng, src.init, src.shape)
         name, dtype, _ = stored[0]
         w.append(name, x if dtype == "F32" else Q.bf16_bits(x))
         return
-    rows, cols = src.shape
-    step = max(128, (chunk_elems // cols) // 128 * 128)
-    for r0 in range(0, rows, step):
-        x = draw(rng, src.init, (min(step, rows - r0), cols))
-        if len(stored) == 1:
-            w.append(stored[0][0], Q.bf16_bits(x))
-        elif fmt == "fp8":
-            codes, scale = Q.fp8_block_quantize(x)
-            w.append(stored[0][0], codes)
-            w.append(stored[1][0], scale)
-        else:  # int4
-            packed, sbits = Q.int4_group_quantize(x)
-            w.append(stored[0][0], packed)
-            w.append(stored[1][0], sbits)
-    if fmt == "int4" and len(stored) == 3:
-        w.append(stored[2][0], np.array([rows, cols], dtype=np.int32))
+    if len(stored) == 1:
+        w.append(stored[0][0], Q.bf16_bits(x))
+    elif fmt == "fp8":
+        codes, scale = Q.fp8_block_quantize(x)
+        w.append(stored[0][0], codes)
+        w.append(stored[1][0], scale)
+    else:  # int4
+        packed, sbits = Q.int4_group_quantize(x)
+        w.append(stored[0][0], packed)
+        w.append(stored[1][0], sbits)
+        if r0 + x.shape[0] == src.shape[0]:
+            w.append(stored[2][0], np.array(src.shape, dtype=np.int32))
 
 
 def generate(preset, fmt, seed, output, files=None, nextn_layers=None, chunk_elems=CHUNK_ELEMS, log=None):
@@ -139,6 +190,7 @@ def generate(preset, fmt, seed, output, files=None, nextn_layers=None, chunk_ele
             os.remove(os.path.join(output, f))
     weight_map = {}
     t0 = time.time()
+    chunks = prefetched(source_chunks([g[0] for g in groups], seed, chunk_elems))
     for k in range(nfiles):
         fname = f"model-{k + 1:05d}-of-{nfiles:05d}.safetensors"
         members = [g for g, a in zip(groups, assign) if a == k]
@@ -147,14 +199,19 @@ def generate(preset, fmt, seed, output, files=None, nextn_layers=None, chunk_ele
             log(f"  {fname}: {len(entries)} tensors, {sum(g[2] for g in members) / 1e6:.1f} MB")
         w = ST.SafetensorsWriter(os.path.join(output, fname), entries)
         try:
-            for src, _, _ in members:
-                emit(src, fmt, w, seed, chunk_elems)
+            last = members[-1][0]
+            for src, r0, x in chunks:
+                emit_chunk(src, r0, x, fmt, w)
+                if src is last and (len(src.shape) == 1 or r0 + x.shape[0] == src.shape[0]):
+                    break
             w.close()
         except BaseException:
             w.abort()
+            chunks.close()
             raise
         for name, _, _ in entries:
             weight_map[name] = fname
+    chunks.close()
     index = {"metadata": {"total_size": total}, "weight_map": {k: weight_map[k] for k in sorted(weight_map)}}
     _write_json(os.path.join(output, "config.json"), config)
     _write_json(os.path.join(output, "generation_config.json"), P.generation_config(config))
@@ -388,6 +445,7 @@ def self_test():
         codes = np.array([c for c in range(256) if c not in (0x7F, 0xFF)], dtype=np.uint8)
         v = Q.fp8_decode(codes)
         _eq(bool(np.array_equal(Q.fp8_encode(v), codes)), True, "fast encoder")
+        _eq(bool(np.array_equal(Q.fp8_encode_bits(v), codes)), True, "bit-arithmetic encoder")
         _eq(bool(np.array_equal(Q.fp8_encode_reference(v), codes)), True, "reference encoder")
         nan = Q.fp8_encode(np.array([np.nan, -np.nan], dtype=np.float32)) & 0x7F
         _eq(list(nan), [0x7F, 0x7F], "NaN encodes to NaN")
@@ -404,8 +462,9 @@ def self_test():
         want = [c[1] for c in cases]
         got = list(Q.fp8_encode(x))
         ref = list(Q.fp8_encode_reference(x))
-        for (v, _), g, r, wnt in zip(cases, got, ref, want):
-            _eq((g, r), (wnt, wnt), f"e4m3({v})")
+        bit = list(Q.fp8_encode_bits(x))
+        for (v, _), g, r, b, wnt in zip(cases, got, ref, bit, want):
+            _eq((g, r, b), (wnt, wnt, wnt), f"e4m3({v})")
     T.check("fp8 ties to even, subnormals, saturation", fp8_ties)
 
     def fp8_vs_ref():
@@ -416,13 +475,17 @@ def self_test():
         x = np.concatenate([near, -near, rng.standard_normal(1_000_000).astype(np.float32) * 100,
                             rng.standard_normal(200_000).astype(np.float32) * 0.01])
         sweep = np.arange(0, 0x43F00000, 97, dtype=np.uint32).view(np.float32)   # every 97th float32 in [0, 480)
-        for chunk in (x, sweep, -sweep):
-            a, b = Q.fp8_encode(chunk), Q.fp8_encode_reference(chunk)
-            bad = np.nonzero(a != b)[0]
-            if len(bad):
-                i = bad[0]
-                raise AssertionError(f"{len(bad)} mismatches, e.g. {chunk[i]!r}: {a[i]:#x} vs {b[i]:#x}")
-    T.check("fp8 fast encoder == table/searchsorted encoder (midpoints +-1ulp, 12M sweep)", fp8_vs_ref)
+        sweep2 = np.arange(0x3A000000, 0x3D000000, 7, dtype=np.uint32).view(np.float32)  # subnormal region
+        for chunk in (x, sweep, -sweep, sweep2):
+            b = Q.fp8_encode_reference(chunk)
+            for enc in (Q.fp8_encode, Q.fp8_encode_bits):
+                a = enc(chunk)
+                bad = np.nonzero(a != b)[0]
+                if len(bad):
+                    i = bad[0]
+                    raise AssertionError(f"{enc.__name__}: {len(bad)} mismatches, e.g. {chunk[i]!r}: "
+                                         f"{a[i]:#x} vs {b[i]:#x}")
+    T.check("fp8 table and bit encoders == searchsorted encoder (midpoints +-1ulp, 19M sweep)", fp8_vs_ref)
 
     def fp8_block():
         for shape in [(300, 200), (128, 128), (1, 5), (129, 257), (416, 320)]:

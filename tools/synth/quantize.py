@@ -81,10 +81,10 @@ def fp8_decode(codes):
     return FP8_DECODE_F32[np.asarray(codes, dtype=np.uint8)]
 
 
-def fp8_encode(x):
+def fp8_encode_bits(x):
     """float32 array -> uint8 e4m3fn codes; RNE, ties to even, saturating at +-448, NaN -> 0x7f|sign.
 
-    Bit arithmetic on the float32 pattern (fast path used by the generator)."""
+    Bit arithmetic on the float32 pattern (second independent implementation, self-test only)."""
     x = np.asarray(x, dtype=np.float32)
     shape = x.shape
     x = x.reshape(-1)
@@ -111,7 +111,8 @@ def fp8_encode_reference(x):
     x = np.asarray(x, dtype=np.float32)
     shape = x.shape
     x = x.reshape(-1)
-    a = np.abs(x.astype(np.float64))
+    with np.errstate(invalid="ignore"):
+        a = np.abs(x.astype(np.float64))
     nanmask = np.isnan(a)
     a = np.where(nanmask, 0.0, np.minimum(a, FP8_MAX))
     hi = np.searchsorted(_FP8_POS, a, side="left")     # first value >= a
@@ -126,20 +127,50 @@ def fp8_encode_reference(x):
     return (code | sign).reshape(shape)
 
 
+def _fp8_tables():
+    """Two 65536-entry tables indexed by the upper 16 bits of a float32: the code of that value
+    exactly (lower 16 bits zero), and the code of any value strictly above it within the same
+    upper-16 bucket.  Every e4m3 rounding boundary (midpoint of two neighbours, 5 significant
+    bits) is a bucket start, so one code holds for a whole open bucket."""
+    top = (np.arange(65536, dtype=np.uint32) << np.uint32(16))
+    exact = fp8_encode_reference(top.view(np.float32))
+    inside = fp8_encode_reference((top | np.uint32(0x8000)).view(np.float32))
+    return exact, inside
+
+
+_FP8_EXACT, _FP8_INSIDE = _fp8_tables()
+
+
+def fp8_encode(x):
+    """float32 array -> uint8 e4m3fn codes; RNE, ties to even, saturating at +-448, NaN -> 0x7f|sign.
+
+    Table lookup on the upper 16 bits (fast path used by the generator)."""
+    x = np.asarray(x, dtype=np.float32)
+    u = x.view(np.uint32)
+    hi = u >> np.uint32(16)
+    lo0 = (u & np.uint32(0xFFFF)) == 0
+    return np.where(lo0, _FP8_EXACT.take(hi), _FP8_INSIDE.take(hi))
+
+
 def fp8_block_quantize(w):
     """w float32 [rows, cols] -> (codes uint8 [rows, cols], weight_scale_inv float32
     [ceil(rows/128), ceil(cols/128)]).  Rows may be a chunk of a larger matrix as long
     as it starts on a 128-row boundary."""
     w = np.asarray(w, dtype=np.float32)
     rows, cols = w.shape
-    rstarts = np.arange(0, rows, FP8_BLOCK)
-    cstarts = np.arange(0, cols, FP8_BLOCK)
-    a = np.abs(w)
-    amax = np.maximum.reduceat(np.maximum.reduceat(a, rstarts, axis=0), cstarts, axis=1)
+    nr, nc = -(-rows // FP8_BLOCK), -(-cols // FP8_BLOCK)
+    if (nr * FP8_BLOCK, nc * FP8_BLOCK) != (rows, cols):   # partial blocks: zero padding
+        wp = np.zeros((nr * FP8_BLOCK, nc * FP8_BLOCK), dtype=np.float32)
+        wp[:rows, :cols] = w
+    else:
+        wp = w
+    v = wp.reshape(nr, FP8_BLOCK, nc, FP8_BLOCK)
+    amax = np.abs(v).max(axis=(1, 3))
     scale = (amax / np.float32(FP8_MAX)).astype(np.float32)
     scale[scale == 0] = np.float32(1.0)
-    full = np.repeat(np.repeat(scale, FP8_BLOCK, axis=0)[:rows], FP8_BLOCK, axis=1)[:, :cols]
-    codes = fp8_encode(w / full)
+    codes = fp8_encode(v / scale[:, None, :, None]).reshape(nr * FP8_BLOCK, nc * FP8_BLOCK)
+    if wp is not w:
+        codes = np.ascontiguousarray(codes[:rows, :cols])
     return codes, scale
 
 
