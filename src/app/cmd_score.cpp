@@ -15,31 +15,21 @@ namespace po = boost::program_options;
 
 namespace trillion::app {
 
-int run_score(const Args& args) {
-  RunOptions ro;
-  std::string input, output, logits_dir;
-  po::options_description desc("options");
-  add_run_options(desc, ro);
-  desc.add_options()
-      ("input", po::value(&input)->required(), "requests, JSONL: {\"id\", \"token_ids\": [...]}")
-      ("output", po::value(&output)->required(), "results, JSONL (one line per request)")
-      ("logits-out", po::value(&logits_dir), "write DIR/<id>.npy: float32 logits [len, vocab]");
-  if (!parse_args(args, "usage: trillion score --model DIR --input REQ.jsonl --output RES.jsonl", desc))
-    return 0;
+namespace {
 
+int score_on_rank0(Cluster& cluster, const RunOptions& ro, const std::string& input, const std::string& output,
+                   const std::string& logits_dir) {
+  StepRunner& runner = cluster.runner();
   const auto lines = read_jsonl_lines(input);
-  LoadedModel m = load_model(ro);
   if (!logits_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(logits_dir, ec);
     if (ec) throw SystemError(logits_dir + ": cannot create directory: " + ec.message());
   }
   std::vector<Parsed<ScoreRequest>> requests;
-  for (const auto& l : lines)
-    requests.push_back(parse_score_request(l, m.runner->vocab_size(), m.runner->max_len()));
+  for (const auto& l : lines) requests.push_back(parse_score_request(l, runner.vocab_size(), runner.max_len()));
   reject_duplicate_ids(requests);
 
-  Scorer scorer(*m.runner, ScorerOptions{ro.step_tokens, logits_dir});
   JsonlWriter out(output, /*append=*/false);
   int64_t errors = 0;
   std::vector<const ScoreRequest*> runnable;
@@ -53,6 +43,7 @@ int run_score(const Args& args) {
       runnable.push_back(&std::get<ScoreRequest>(p));
     }
   }
+  Scorer scorer(runner, ScorerOptions{ro.step_tokens, logits_dir});
   const auto t0 = std::chrono::steady_clock::now();
   scorer.run(runnable, [&](const ScoreResult& res) {
     const ScoreRequest& r = *res.request;
@@ -70,10 +61,39 @@ int run_score(const Args& args) {
                {"greedy_token_ids", res.greedy_ids}});
   });
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double tps = secs > 0 ? double(scorer.tokens_scored()) / secs : 0.0;
   std::fprintf(stderr, "trillion score: %zu requests (%lld errors), %lld tokens in %.2f s (%.1f tokens/s)\n",
-               requests.size(), (long long)errors, (long long)scorer.tokens_scored(), secs,
-               secs > 0 ? double(scorer.tokens_scored()) / secs : 0.0);
+               requests.size(), (long long)errors, (long long)scorer.tokens_scored(), secs, tps);
+  cluster.finish({{"command", "score"},
+                  {"requests", {{"total", requests.size()}, {"errors", errors}}},
+                  {"tokens", {{"prefill", scorer.tokens_scored()}, {"decode", 0}}},
+                  {"seconds", {{"prefill", secs}, {"decode", 0.0}}},
+                  {"tokens_per_second", {{"prefill", tps}, {"decode", 0.0}}}});
   return 0;
+}
+
+}  // namespace
+
+int run_score(const Args& args) {
+  RunOptions ro;
+  std::string input, output, logits_dir;
+  po::options_description desc("options");
+  add_run_options(desc, ro);
+  desc.add_options()
+      ("input", po::value(&input)->required(), "requests, JSONL: {\"id\", \"token_ids\": [...]}")
+      ("output", po::value(&output)->required(), "results, JSONL (one line per request)")
+      ("logits-out", po::value(&logits_dir), "write DIR/<id>.npy: float32 logits [len, vocab]");
+  if (!parse_args(args, "usage: trillion score --model DIR --input REQ.jsonl --output RES.jsonl", desc))
+    return 0;
+  Cluster cluster(ro);
+  return cluster.guarded([&] {
+    if (!cluster.coordinator()) {
+      cluster.serve();
+      cluster.finish({});
+      return 0;
+    }
+    return score_on_rank0(cluster, ro, input, output, logits_dir);
+  });
 }
 
 }  // namespace trillion::app

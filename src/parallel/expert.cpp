@@ -1,0 +1,150 @@
+#include "parallel/expert.hpp"
+
+#include <chrono>
+#include <string>
+
+#include "common/error.hpp"
+#include "engine/local_runner.hpp"
+#include "parallel/wire.hpp"
+
+namespace trillion {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+
+// Slots s with s % ranks == rank live on `rank`, as local slot s / ranks.
+int32_t local_slots(int32_t slots, int ranks, int rank) {
+  return (slots - rank + ranks - 1) / ranks;
+}
+
+}  // namespace
+
+ExpertRank::ExpertRank(RmaChannel& ch, const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
+                       const Layout& layout, const RunShape& shape)
+    : ch_(ch),
+      cfg_(cfg),
+      experts_(layout.ranks.at(size_t(ch.rank())).experts),
+      local_(cfg, layout.ranks.at(size_t(ch.rank())).layers, source, pool, ExpertSpan{experts_.begin, experts_.end}),
+      rma_(ch, local_, cfg.n_routed_experts),
+      model_(cfg, layout.ranks.at(size_t(ch.rank())).layers, source, pool, &rma_),
+      cache_(cfg, layout.ranks.at(size_t(ch.rank())).layers,
+             std::max(1, local_slots(shape.slots, ch.size(), ch.rank())), shape.max_len) {}
+
+StepOutput ExpertRank::run_rows(uint64_t ticket, const StepInput& in) {
+  auto t0 = clock_type::now();
+  const double ex0 = rma_.exchange_seconds();
+  StepInput local = in;
+  for (TokenRow& r : local.batch.rows) r.slot /= ch_.size();
+  const int64_t n = local.batch.size();
+  std::vector<float> x(size_t(n * cfg_.hidden_size));
+  model_.embed(local.tokens.data(), n, x.data());
+  model_.forward(local.batch, x.data(), cache_);
+  StepOutput out = finish_step(model_, x.data(), local);
+  out.ticket = ticket;
+  const double exchange = rma_.exchange_seconds() - ex0;
+  busy_ += since(t0) - exchange;
+  wait_ += exchange;
+  return out;
+}
+
+void ExpertRank::serve() {
+  for (;;) {
+    auto t0 = clock_type::now();
+    Message m = ch_.recv(0);
+    wait_ += since(t0);
+    if (m.tag == kTagStop) return;
+    if (m.tag != kTagStep)
+      throw Error("protocol error: rank " + std::to_string(ch_.rank()) + " expected a step, got tag " +
+                  std::to_string(m.tag));
+    WireStep s = decode_step(m.data, cfg_.hidden_size);
+    StepOutput out = run_rows(s.ticket, s.input);
+    auto t1 = clock_type::now();
+    ch_.send(0, kTagResult, encode_result(out));
+    wait_ += since(t1);
+  }
+}
+
+RankMetrics ExpertRank::metrics() const {
+  RankMetrics m;
+  m.rank = ch_.rank();
+  m.role = "all layers, experts " + std::to_string(experts_.begin) + "-" + std::to_string(experts_.end - 1) +
+           ", slots = " + std::to_string(ch_.rank()) + " mod " + std::to_string(ch_.size());
+  m.busy_seconds = busy_;
+  m.wait_seconds = wait_;
+  const ChannelStats& st = ch_.stats();
+  m.bytes_sent = st.bytes_sent;
+  m.messages_sent = st.messages_sent;
+  m.bytes_received = st.bytes_received;
+  m.messages_received = st.messages_received;
+  m.kv_cache_bytes = cache_.bytes();
+  m.peak_rss_bytes = peak_rss_bytes();
+  return m;
+}
+
+ExpertRunner::ExpertRunner(RmaChannel& ch, const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
+                           const Layout& layout, const RunShape& shape)
+    : ExpertRank(ch, cfg, source, pool, layout, shape), slots_(shape.slots) {
+  if (ch.rank() != 0) throw Error("ExpertRunner runs on rank 0");
+}
+
+void ExpertRunner::submit(uint64_t ticket, const StepInput& in) {
+  if (stopped_) throw Error("ExpertRunner: submit after stop");
+  const int ranks = ch_.size();
+  // Split the rows by owner rank; remember where each logit row came from.
+  std::vector<StepInput> parts(static_cast<size_t>(ranks));
+  std::vector<std::pair<int, size_t>> origin;  // per logit row of `in`: (rank, index in its part)
+  size_t next_logit = 0;
+  for (int64_t i = 0; i < in.batch.size(); ++i) {
+    const TokenRow r = in.batch.rows[size_t(i)];
+    if (r.slot < 0 || r.slot >= slots_) throw Error("ExpertRunner: slot " + std::to_string(r.slot) + " out of range");
+    StepInput& p = parts[size_t(r.slot % ranks)];
+    p.tokens.push_back(in.tokens[size_t(i)]);
+    p.batch.rows.push_back(r);
+    if (next_logit < in.logit_rows.size() && in.logit_rows[next_logit] == i) {
+      origin.push_back({r.slot % ranks, p.logit_rows.size()});
+      p.logit_rows.push_back(p.batch.size() - 1);
+      ++next_logit;
+    }
+  }
+  for (auto& p : parts) p.return_logits = in.return_logits;
+  auto t0 = clock_type::now();
+  for (int r = 1; r < ranks; ++r) ch_.send(r, kTagStep, encode_step(ticket, parts[size_t(r)], nullptr, 0));
+  wait_ += since(t0);
+  std::vector<StepOutput> outs(static_cast<size_t>(ranks));
+  outs[0] = run_rows(ticket, parts[0]);
+  for (int r = 1; r < ranks; ++r) {
+    auto t1 = clock_type::now();
+    Message m = ch_.recv(r);
+    wait_ += since(t1);
+    if (m.tag != kTagResult)
+      throw Error("protocol error: rank 0 expected a result from rank " + std::to_string(r));
+    outs[size_t(r)] = decode_result(m.data, cfg_.vocab_size);
+  }
+  StepOutput out;
+  out.ticket = ticket;
+  const int64_t vocab = cfg_.vocab_size;
+  for (auto [r, k] : origin) {
+    out.tokens.push_back(outs[size_t(r)].tokens.at(k));
+    if (in.return_logits) {
+      const float* row = outs[size_t(r)].logits.data() + k * size_t(vocab);
+      out.logits.insert(out.logits.end(), row, row + vocab);
+    }
+  }
+  results_.push_back(std::move(out));
+}
+
+StepOutput ExpertRunner::next() {
+  if (results_.empty()) throw Error("ExpertRunner::next: no step in flight");
+  StepOutput out = std::move(results_.front());
+  results_.pop_front();
+  return out;
+}
+
+void ExpertRunner::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  for (int r = 1; r < ch_.size(); ++r) ch_.send(r, kTagStop, {});
+}
+
+}  // namespace trillion

@@ -1,0 +1,160 @@
+#include "parallel/pipeline.hpp"
+
+#include <chrono>
+#include <string>
+
+#include "common/error.hpp"
+#include "engine/local_runner.hpp"
+#include "parallel/wire.hpp"
+#include "runtime/backoff.hpp"
+
+namespace trillion {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+
+}  // namespace
+
+PipelineStage::PipelineStage(RmaChannel& ch, const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
+                             const Layout& layout, const RunShape& shape)
+    : ch_(ch),
+      cfg_(cfg),
+      layout_(layout),
+      range_(layout.ranks.at(size_t(ch.rank())).layers),
+      model_(cfg, range_, source, pool),
+      cache_(cfg, range_, shape.slots, shape.max_len) {}
+
+void PipelineStage::run_and_forward(uint64_t ticket, const StepInput& in, std::vector<float>& x) {
+  auto t0 = clock_type::now();
+  model_.forward(in.batch, x.data(), cache_);
+  const bool last = ch_.rank() == ch_.size() - 1;
+  std::vector<std::byte> msg;
+  int dest;
+  if (last) {
+    StepOutput out = finish_step(model_, x.data(), in);
+    out.ticket = ticket;
+    msg = encode_result(out);
+    dest = 0;
+  } else {
+    msg = encode_step(ticket, in, x.data(), cfg_.hidden_size);
+    dest = ch_.rank() + 1;
+  }
+  busy_ += since(t0);
+  auto t1 = clock_type::now();
+  ch_.send(dest, last ? kTagResult : kTagStep, msg);
+  wait_ += since(t1);
+}
+
+void PipelineStage::serve() {
+  const int prev = ch_.rank() - 1;
+  for (;;) {
+    auto t0 = clock_type::now();
+    Message m = ch_.recv(prev);
+    wait_ += since(t0);
+    if (m.tag == kTagStop) {
+      if (ch_.rank() + 1 < ch_.size()) ch_.send(ch_.rank() + 1, kTagStop, {});
+      return;
+    }
+    if (m.tag != kTagStep)
+      throw Error("protocol error: stage " + std::to_string(ch_.rank()) + " got tag " + std::to_string(m.tag));
+    WireStep s = decode_step(m.data, cfg_.hidden_size);
+    if (s.x.size() != size_t(s.input.batch.size() * cfg_.hidden_size))
+      throw Error("protocol error: step without activations at stage " + std::to_string(ch_.rank()));
+    run_and_forward(s.ticket, s.input, s.x);
+  }
+}
+
+RankMetrics PipelineStage::metrics() const {
+  RankMetrics m;
+  m.rank = ch_.rank();
+  m.role = "stage " + std::to_string(ch_.rank()) + ": layers " + std::to_string(range_.begin) + "-" +
+           std::to_string(range_.end - 1) + (range_.has_embed ? " + embed" : "") + (range_.has_head ? " + head" : "");
+  m.busy_seconds = busy_;
+  m.wait_seconds = wait_;
+  const ChannelStats& st = ch_.stats();
+  m.bytes_sent = st.bytes_sent;
+  m.messages_sent = st.messages_sent;
+  m.bytes_received = st.bytes_received;
+  m.messages_received = st.messages_received;
+  m.kv_cache_bytes = cache_.bytes();
+  m.peak_rss_bytes = peak_rss_bytes();
+  return m;
+}
+
+PipelineRunner::PipelineRunner(RmaChannel& ch, const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
+                               const Layout& layout, const RunShape& shape)
+    : PipelineStage(ch, cfg, source, pool, layout, shape),
+      micro_batches_(shape.micro_batches > 0 ? shape.micro_batches : 2 * ch.size()) {
+  if (ch.rank() != 0) throw Error("PipelineRunner runs on rank 0");
+}
+
+void PipelineRunner::drain_results(bool block) {
+  const int last = ch_.size() - 1;
+  for (;;) {
+    std::optional<Message> m;
+    auto t0 = clock_type::now();
+    if (block) {
+      m = ch_.recv(last);
+    } else {
+      m = ch_.try_recv(last);
+      if (!m) return;
+    }
+    wait_ += since(t0);
+    if (m->tag != kTagResult) throw Error("protocol error: rank 0 expected a result, got tag " + std::to_string(m->tag));
+    results_.push_back(decode_result(m->data, cfg_.vocab_size));
+    --in_flight_;
+    if (block) return;
+  }
+}
+
+void PipelineRunner::submit(uint64_t ticket, const StepInput& in) {
+  if (stopped_) throw Error("PipelineRunner: submit after stop");
+  const int64_t n = in.batch.size();
+  std::vector<float> x(size_t(n * cfg_.hidden_size));
+  auto t0 = clock_type::now();
+  model_.embed(in.tokens.data(), n, x.data());
+  if (ch_.size() == 1) {
+    model_.forward(in.batch, x.data(), cache_);
+    StepOutput out = finish_step(model_, x.data(), in);
+    out.ticket = ticket;
+    results_.push_back(std::move(out));
+    busy_ += since(t0);
+    return;
+  }
+  model_.forward(in.batch, x.data(), cache_);
+  const std::vector<std::byte> msg = encode_step(ticket, in, x.data(), cfg_.hidden_size);
+  busy_ += since(t0);
+  ++in_flight_;
+  // Never block on rank 1's ring while results wait for us: the last stage
+  // could be blocked on our ring, and rank 1 on its successor (a cycle).
+  auto t1 = clock_type::now();
+  Backoff backoff;
+  while (!ch_.try_send(1, kTagStep, msg)) {
+    drain_results(false);
+    backoff.pause();
+  }
+  wait_ += since(t1);
+}
+
+StepOutput PipelineRunner::next() {
+  if (results_.empty()) {
+    if (in_flight_ == 0) throw Error("PipelineRunner::next: no step in flight");
+    drain_results(true);
+  }
+  StepOutput out = std::move(results_.front());
+  results_.pop_front();
+  return out;
+}
+
+void PipelineRunner::stop() {
+  if (stopped_ || ch_.size() == 1) {
+    stopped_ = true;
+    return;
+  }
+  while (in_flight_ > 0) drain_results(true);
+  stopped_ = true;
+  ch_.send(1, kTagStop, {});
+}
+
+}  // namespace trillion

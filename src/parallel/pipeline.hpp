@@ -1,0 +1,76 @@
+// Pipeline parallel: rank r holds a contiguous range of layers (stage r);
+// embeddings on stage 0, final norm + lm_head on the last stage. Rank 0 is
+// also the coordinator: its PipelineRunner embeds a step, runs stage 0 and
+// puts the activations to rank 1; each later stage runs its layers and puts
+// them on; the last stage computes the head and puts the greedy tokens (and
+// logits when asked) back to rank 0. Up to `micro_batches` steps are in
+// flight, so with as many micro-batches as stages every stage works at once.
+// Every stage runs steps in submission order (channel FIFO), which keeps each
+// slot's KV cache filled before it is read.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "engine/step_runner.hpp"
+#include "model/kv_cache.hpp"
+#include "model/transformer.hpp"
+#include "parallel/rank_metrics.hpp"
+#include "plan/layout.hpp"
+#include "runtime/rma_channel.hpp"
+
+namespace trillion {
+
+struct RunShape {
+  int32_t slots = 8;       // sequence slots
+  int32_t max_len = 4096;  // positions per slot
+  int micro_batches = 0;   // steps in flight (pipeline); 0: 2 per stage
+};
+
+// One rank's part of the pipeline: its stage's layers and KV cache.
+class PipelineStage {
+ public:
+  PipelineStage(RmaChannel& ch, const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
+                const Layout& layout, const RunShape& shape);
+  // Ranks > 0: serves steps until rank 0 stops the run.
+  void serve();
+  RankMetrics metrics() const;
+
+ protected:
+  // Runs this stage's layers on a step and passes it on (or, on the last
+  // stage, returns its result to rank 0).
+  void run_and_forward(uint64_t ticket, const StepInput& in, std::vector<float>& x);
+
+  RmaChannel& ch_;
+  const ModelConfig& cfg_;
+  const Layout& layout_;
+  LayerRange range_;
+  Transformer model_;
+  KvCache cache_;
+  double busy_ = 0, wait_ = 0;
+};
+
+// Rank 0's view: a StepRunner over the whole pipeline.
+class PipelineRunner : public StepRunner, public PipelineStage {
+ public:
+  PipelineRunner(RmaChannel& ch, const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
+                 const Layout& layout, const RunShape& shape);
+  int64_t vocab_size() const override { return cfg_.vocab_size; }
+  int32_t slots() const override { return cache_.slots(); }
+  int32_t max_len() const override { return cache_.max_len(); }
+  int max_in_flight() const override { return micro_batches_; }
+  void submit(uint64_t ticket, const StepInput& in) override;
+  StepOutput next() override;
+  // Ends the other ranks' serve loops (call once, after the last step).
+  void stop();
+
+ private:
+  void drain_results(bool block);
+  int micro_batches_;
+  int64_t in_flight_ = 0;           // submitted steps whose results have not arrived
+  std::deque<StepOutput> results_;  // finished, not yet taken
+  bool stopped_ = false;
+};
+
+}  // namespace trillion

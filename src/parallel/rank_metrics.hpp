@@ -1,0 +1,24 @@
+// What one rank did during a run, for --metrics: compute time, time waiting
+// for peers (the pipeline bubble, expert exchanges), traffic, memory.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace trillion {
+
+struct RankMetrics {
+  int rank = 0;
+  std::string host;
+  std::string role;            // "stage 0: layers 0-13 + embed", "experts 0-31"
+  double busy_seconds = 0;     // computing (layers, head, experts)
+  double wait_seconds = 0;     // blocked on the channel (receive or credits)
+  uint64_t bytes_sent = 0, messages_sent = 0;
+  uint64_t bytes_received = 0, messages_received = 0;
+  int64_t weight_bytes = 0;    // weights this rank maps
+  int64_t kv_cache_bytes = 0;
+  int64_t peak_rss_bytes = 0;  // getrusage ru_maxrss
+};
+
+int64_t peak_rss_bytes();  // of this process
+
+}  // namespace trillion

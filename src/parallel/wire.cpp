@@ -1,0 +1,130 @@
+#include "parallel/wire.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "common/error.hpp"
+
+namespace trillion {
+namespace {
+
+struct StepHeader {
+  uint64_t ticket;
+  int64_t n;              // rows
+  int64_t m;              // logit rows
+  int32_t return_logits;
+  int32_t has_x;
+};
+
+struct ResultHeader {
+  uint64_t ticket;
+  int64_t m;
+  int32_t has_logits;
+  int32_t pad;
+};
+
+class Writer {
+ public:
+  explicit Writer(size_t reserve) { buf_.reserve(reserve); }
+  template <class T> void put(const T* p, size_t count) {
+    const size_t at = buf_.size();
+    buf_.resize(at + sizeof(T) * count);
+    if (count) std::memcpy(buf_.data() + at, p, sizeof(T) * count);
+  }
+  std::vector<std::byte> take() { return std::move(buf_); }
+
+ private:
+  std::vector<std::byte> buf_;
+};
+
+class Reader {
+ public:
+  Reader(std::span<const std::byte> b, const char* what) : b_(b), what_(what) {}
+  template <class T> void get(T* p, size_t count) {
+    const size_t bytes = sizeof(T) * count;
+    if (at_ + bytes > b_.size())
+      throw Error(std::string("malformed ") + what_ + " message: " + std::to_string(b_.size()) + " bytes, needs more");
+    if (count) std::memcpy(p, b_.data() + at_, bytes);
+    at_ += bytes;
+  }
+  void done() const {
+    if (at_ != b_.size())
+      throw Error(std::string("malformed ") + what_ + " message: " + std::to_string(b_.size() - at_) +
+                  " trailing bytes");
+  }
+
+ private:
+  std::span<const std::byte> b_;
+  const char* what_;
+  size_t at_ = 0;
+};
+
+void check_count(int64_t v, int64_t limit, const char* what) {
+  if (v < 0 || v > limit) throw Error(std::string("malformed message: ") + what + " = " + std::to_string(v));
+}
+
+}  // namespace
+
+std::vector<std::byte> encode_step(uint64_t ticket, const StepInput& in, const float* x, int64_t hidden) {
+  const int64_t n = in.batch.size(), m = int64_t(in.logit_rows.size());
+  StepHeader h{ticket, n, m, in.return_logits ? 1 : 0, x ? 1 : 0};
+  Writer w(sizeof h + size_t(n) * 12 + size_t(m) * 8 + (x ? size_t(n * hidden) * 4 : 0));
+  w.put(&h, 1);
+  w.put(in.tokens.data(), size_t(n));
+  w.put(in.batch.rows.data(), size_t(n));
+  w.put(in.logit_rows.data(), size_t(m));
+  if (x) w.put(x, size_t(n * hidden));
+  return w.take();
+}
+
+WireStep decode_step(std::span<const std::byte> bytes, int64_t hidden) {
+  Reader r(bytes, "step");
+  StepHeader h;
+  r.get(&h, 1);
+  check_count(h.n, int64_t(bytes.size()), "rows");
+  check_count(h.m, h.n, "logit rows");
+  WireStep s;
+  s.ticket = h.ticket;
+  s.input.return_logits = h.return_logits != 0;
+  s.input.tokens.resize(size_t(h.n));
+  s.input.batch.rows.resize(size_t(h.n));
+  s.input.logit_rows.resize(size_t(h.m));
+  r.get(s.input.tokens.data(), size_t(h.n));
+  r.get(s.input.batch.rows.data(), size_t(h.n));
+  r.get(s.input.logit_rows.data(), size_t(h.m));
+  if (h.has_x) {
+    s.x.resize(size_t(h.n * hidden));
+    r.get(s.x.data(), s.x.size());
+  }
+  r.done();
+  return s;
+}
+
+std::vector<std::byte> encode_result(const StepOutput& out) {
+  const int64_t m = int64_t(out.tokens.size());
+  ResultHeader h{out.ticket, m, out.logits.empty() ? 0 : 1, 0};
+  Writer w(sizeof h + size_t(m) * 4 + out.logits.size() * 4);
+  w.put(&h, 1);
+  w.put(out.tokens.data(), size_t(m));
+  w.put(out.logits.data(), out.logits.size());
+  return w.take();
+}
+
+StepOutput decode_result(std::span<const std::byte> bytes, int64_t vocab) {
+  Reader r(bytes, "result");
+  ResultHeader h;
+  r.get(&h, 1);
+  check_count(h.m, int64_t(bytes.size()), "result rows");
+  StepOutput out;
+  out.ticket = h.ticket;
+  out.tokens.resize(size_t(h.m));
+  r.get(out.tokens.data(), size_t(h.m));
+  if (h.has_logits) {
+    out.logits.resize(size_t(h.m * vocab));
+    r.get(out.logits.data(), out.logits.size());
+  }
+  r.done();
+  return out;
+}
+
+}  // namespace trillion

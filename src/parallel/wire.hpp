@@ -1,0 +1,36 @@
+// The byte layout of the runtime's messages between ranks: steps (token rows
+// and, between pipeline stages, their activations) and step results (greedy
+// tokens, optional logits). Plain little-endian records; decoding checks
+// every size so a protocol bug is an error, never garbage.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/step_runner.hpp"
+
+namespace trillion {
+
+// Message tags on the channel (checked by receivers).
+enum WireTag : int32_t {
+  kTagStep = 1,      // StepInput (+ activations between pipeline stages)
+  kTagResult = 2,    // StepOutput
+  kTagStop = 3,      // end of the run
+  kTagDispatch = 4,  // expert parallel: tokens to the experts' owners
+  kTagCombine = 5,   // expert parallel: expert outputs back to the tokens' owners
+};
+
+struct WireStep {
+  uint64_t ticket = 0;
+  StepInput input;
+  std::vector<float> x;  // [n, hidden] activations; empty when the receiver embeds the tokens
+};
+
+std::vector<std::byte> encode_step(uint64_t ticket, const StepInput& in, const float* x, int64_t hidden);
+WireStep decode_step(std::span<const std::byte> bytes, int64_t hidden);
+
+std::vector<std::byte> encode_result(const StepOutput& out);
+StepOutput decode_result(std::span<const std::byte> bytes, int64_t vocab);
+
+}  // namespace trillion

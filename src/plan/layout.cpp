@@ -1,0 +1,119 @@
+#include "plan/layout.hpp"
+
+#include <set>
+
+#include "common/error.hpp"
+#include "store/manifest.hpp"
+
+namespace trillion {
+namespace {
+
+// Parses "model.layers.{l}." and "...mlp.experts.{e}." out of an HF name.
+struct NameParts {
+  int64_t layer = -1;   // -1: not a layer tensor
+  int64_t expert = -1;  // -1: not a routed expert tensor
+};
+
+int64_t number_after(const std::string& name, const std::string& prefix, size_t from) {
+  size_t at = name.find(prefix, from);
+  if (at == std::string::npos) return -1;
+  at += prefix.size();
+  int64_t v = 0;
+  size_t digits = 0;
+  while (at < name.size() && name[at] >= '0' && name[at] <= '9') {
+    v = v * 10 + (name[at] - '0');
+    ++at;
+    ++digits;
+  }
+  return digits && at < name.size() && name[at] == '.' ? v : -1;
+}
+
+NameParts parse_name(const std::string& name) {
+  NameParts p;
+  if (name.rfind("model.layers.", 0) != 0) return p;
+  p.layer = number_after(name, "model.layers.", 0);
+  p.expert = number_after(name, ".mlp.experts.", 0);
+  return p;
+}
+
+}  // namespace
+
+ParallelMode parse_parallel_mode(const std::string& s) {
+  if (s == "pipeline") return ParallelMode::pipeline;
+  if (s == "expert") return ParallelMode::expert;
+  throw InputError("--parallel must be pipeline or expert, not \"" + s + "\"");
+}
+
+const char* to_string(ParallelMode m) { return m == ParallelMode::pipeline ? "pipeline" : "expert"; }
+
+ModelSizes model_sizes(const ModelConfig& cfg, const Manifest& manifest) {
+  ModelSizes s;
+  s.layer_dense.assign(size_t(cfg.num_hidden_layers), 0);
+  s.layer_experts.assign(size_t(cfg.num_hidden_layers), 0);
+  for (const TensorInfo& t : manifest.tensors()) {
+    const NameParts p = parse_name(t.name);
+    const int64_t b = int64_t(t.nbytes);
+    if (p.layer >= cfg.num_hidden_layers) continue;  // MTP
+    if (p.layer >= 0) {
+      (p.expert >= 0 ? s.layer_experts : s.layer_dense)[size_t(p.layer)] += b;
+    } else if (t.name == "model.embed_tokens.weight") {
+      s.embed += b;
+    } else {
+      s.head += b;  // model.norm.weight, lm_head.weight
+    }
+  }
+  return s;
+}
+
+Layout make_layout(const ModelConfig& cfg, const ModelSizes& sizes, ParallelMode mode, int ranks,
+                   const std::string& stages) {
+  if (ranks < 1) throw InputError("the rank count must be at least 1");
+  Layout layout;
+  layout.mode = mode;
+  layout.ranks.resize(size_t(ranks));
+  if (mode == ParallelMode::pipeline) {
+    std::vector<LayerRange> st;
+    if (!stages.empty()) {
+      st = parse_stages(stages, cfg.num_hidden_layers, ranks);
+    } else {
+      std::vector<int64_t> bytes(size_t(cfg.num_hidden_layers));
+      for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) bytes[size_t(l)] = sizes.layer_total(l);
+      st = balance_pipeline(bytes, sizes.embed, sizes.head, ranks);
+    }
+    for (int r = 0; r < ranks; ++r)
+      layout.ranks[size_t(r)] = RankShare{st[size_t(r)], ExpertRange{0, cfg.n_routed_experts}};
+  } else {
+    if (!stages.empty()) throw InputError("--stages applies to --parallel pipeline only");
+    if (ranks > cfg.n_routed_experts)
+      throw InputError("expert mode needs at most one rank per routed expert (" +
+                       std::to_string(cfg.n_routed_experts) + ")");
+    for (int r = 0; r < ranks; ++r)
+      layout.ranks[size_t(r)] = RankShare{LayerRange{0, cfg.num_hidden_layers, true, true},
+                                          experts_of_rank(cfg.n_routed_experts, ranks, r)};
+  }
+  return layout;
+}
+
+bool holds_tensor(const ModelConfig& cfg, const RankShare& share, const std::string& name) {
+  const NameParts p = parse_name(name);
+  if (p.layer >= cfg.num_hidden_layers) return false;  // MTP: never run
+  if (p.layer >= 0) return share.layers.contains(p.layer) && (p.expert < 0 || share.experts.contains(p.expert));
+  if (name == "model.embed_tokens.weight") return share.layers.has_embed;
+  return share.layers.has_head;
+}
+
+int64_t share_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
+  int64_t b = 0;
+  for (const TensorInfo& t : manifest.tensors())
+    if (holds_tensor(cfg, share, t.name)) b += int64_t(t.nbytes);
+  return b;
+}
+
+std::vector<std::string> share_files(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
+  std::set<std::string> files;
+  for (const TensorInfo& t : manifest.tensors())
+    if (holds_tensor(cfg, share, t.name)) files.insert(t.shard);
+  return {files.begin(), files.end()};
+}
+
+}  // namespace trillion

@@ -1,0 +1,53 @@
+// Who holds what: the parallel layout of a run, a pure function of the model
+// (config + manifest sizes), the rank count and the mode. Global layer and
+// expert indices survive it; `trillion plan` prints it and the runtime uses it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/model_config.hpp"
+#include "model/layer_range.hpp"
+#include "plan/partition.hpp"
+
+namespace trillion {
+
+class Manifest;
+
+enum class ParallelMode { pipeline, expert };
+ParallelMode parse_parallel_mode(const std::string& s);  // throws InputError
+const char* to_string(ParallelMode m);
+
+// Bytes of the weights by part, from the manifest (main layers only; MTP excluded).
+struct ModelSizes {
+  int64_t embed = 0;                     // model.embed_tokens
+  int64_t head = 0;                      // model.norm + lm_head
+  std::vector<int64_t> layer_dense;      // [L] every tensor of the layer but its routed experts
+  std::vector<int64_t> layer_experts;    // [L] all routed experts of the layer
+  int64_t layer_total(int64_t l) const { return layer_dense[size_t(l)] + layer_experts[size_t(l)]; }
+};
+ModelSizes model_sizes(const ModelConfig& cfg, const Manifest& manifest);
+
+struct RankShare {
+  LayerRange layers;     // pipeline: its stage; expert: every layer
+  ExpertRange experts;   // routed experts held in each MoE layer of `layers`
+};
+
+struct Layout {
+  ParallelMode mode = ParallelMode::pipeline;
+  std::vector<RankShare> ranks;
+  int size() const { return int(ranks.size()); }
+};
+
+// `stages` ("0-14,15-30,...") overrides the byte-balanced pipeline split.
+Layout make_layout(const ModelConfig& cfg, const ModelSizes& sizes, ParallelMode mode, int ranks,
+                   const std::string& stages = "");
+
+// Whether rank's share includes a tensor (by HF name). MTP tensors: never.
+bool holds_tensor(const ModelConfig& cfg, const RankShare& share, const std::string& name);
+
+// Weight bytes a rank maps, and the shard files it needs.
+int64_t share_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share);
+std::vector<std::string> share_files(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share);
+
+}  // namespace trillion
