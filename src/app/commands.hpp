@@ -13,5 +13,6 @@ int run_convert(const Args& args);   // HF safetensors -> HDF5 model directory
 int run_inspect(const Args& args);   // summary of a converted model, --verify checksums
 int run_score(const Args& args);     // log-probabilities / logits of given token sequences
 int run_generate(const Args& args);  // batch generation from a prompt file
+int run_plan(const Args& args);      // which rank holds what, files per host
 
 }  // namespace trillion::app

@@ -25,6 +25,7 @@ const Command kCommands[] = {
     {"inspect", trillion::app::run_inspect, "show a converted model: config, sizes, shards (--verify)"},
     {"score", trillion::app::run_score, "log-probabilities and logits of token sequences"},
     {"generate", trillion::app::run_generate, "generate continuations for a prompt file"},
+    {"plan", trillion::app::run_plan, "which rank holds which layers/experts; files per host"},
 };
 
 void usage(std::FILE* out) {

@@ -1,0 +1,110 @@
+// trillion plan --model DIR (--ranks N | --hostfile FILE [-np N]) [--parallel pipeline|expert] [--stages ...]
+// Which rank holds which layers and experts, the bytes each maps, and the
+// shard files each host needs (copy only those).
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "app/commands.hpp"
+#include "app/run_options.hpp"
+#include "common/error.hpp"
+#include "plan/hostfile.hpp"
+#include "plan/layout.hpp"
+#include "store/manifest.hpp"
+
+namespace po = boost::program_options;
+
+namespace trillion::app {
+
+namespace {
+
+std::string gib(int64_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f GiB", double(b) / double(1ll << 30));
+  return buf;
+}
+
+}  // namespace
+
+int run_plan(const Args& args) {
+  std::string model_dir, hostfile, parallel = "pipeline", stages;
+  int ranks = 0, kv_slots = 8, kv_len = 4096;
+  bool as_json = false;
+  po::options_description desc("options");
+  desc.add_options()
+      ("model", po::value(&model_dir)->required(), "converted model directory")
+      ("ranks,n", po::value(&ranks), "number of ranks (default: the hostfile's slots)")
+      ("hostfile", po::value(&hostfile), "Open MPI hostfile: name the host of each rank")
+      ("parallel", po::value(&parallel)->default_value("pipeline"), "pipeline | expert")
+      ("stages", po::value(&stages), "pipeline layer ranges per rank, e.g. 0-14,15-30")
+      ("max-batch", po::value(&kv_slots)->default_value(8), "sequence slots (for the KV cache estimate)")
+      ("max-len", po::value(&kv_len)->default_value(4096), "positions per slot (for the KV cache estimate)")
+      ("json", po::bool_switch(&as_json), "print JSON");
+  if (!parse_args(args, "usage: trillion plan --model DIR --ranks N [--parallel pipeline|expert]", desc)) return 0;
+
+  std::vector<std::string> hosts;
+  if (!hostfile.empty()) {
+    auto entries = read_hostfile(hostfile);
+    if (ranks == 0)
+      for (const auto& h : entries) ranks += h.slots;
+    hosts = map_ranks(entries, ranks, hostfile);
+  }
+  if (ranks < 1) throw InputError("give --ranks N (N >= 1) or --hostfile");
+  auto store = ModelStore::open(model_dir, StoreOptions{false});
+  const ModelConfig& cfg = store->config();
+  const Manifest& man = store->manifest();
+  const ParallelMode mode = parse_parallel_mode(parallel);
+  const Layout layout = make_layout(cfg, model_sizes(cfg, man), mode, ranks, stages);
+
+  // KV cache per rank: 4 bytes x (kv_lora + rope) per position per held layer per held slot.
+  const int64_t per_pos_layer = 4 * (cfg.kv_lora_rank + cfg.qk_rope_head_dim);
+  nlohmann::json j = {{"model", model_dir}, {"parallel", to_string(mode)}, {"ranks", ranks}};
+  std::map<std::string, std::set<std::string>> files_by_host;
+  for (int r = 0; r < ranks; ++r) {
+    const RankShare& s = layout.ranks[size_t(r)];
+    const int64_t slots = mode == ParallelMode::expert ? (kv_slots - r + ranks - 1) / ranks : kv_slots;
+    const int64_t kv = per_pos_layer * s.layers.size() * std::max<int64_t>(slots, 0) * kv_len;
+    const auto files = share_files(cfg, man, s);
+    const std::string host = hosts.empty() ? "" : hosts[size_t(r)];
+    for (const auto& f : files) files_by_host[host.empty() ? "rank " + std::to_string(r) : host].insert(f);
+    j["per_rank"].push_back({{"rank", r},
+                             {"host", host},
+                             {"layers", {s.layers.begin, s.layers.end - 1}},
+                             {"embed", s.layers.has_embed},
+                             {"head", s.layers.has_head},
+                             {"experts", {s.experts.begin, s.experts.end - 1}},
+                             {"weight_bytes", share_bytes(cfg, man, s)},
+                             {"kv_cache_bytes", kv},
+                             {"files", files}});
+  }
+  if (as_json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%s: %s, %lld layers, %lld routed experts per MoE layer; %s over %d rank%s\n\n", model_dir.c_str(),
+              cfg.model_type.c_str(), (long long)cfg.num_hidden_layers, (long long)cfg.n_routed_experts,
+              to_string(mode), ranks, ranks > 1 ? "s" : "");
+  std::printf("%-5s %-14s %-12s %-6s %-5s %-10s %-14s %-14s %s\n", "rank", "host", "layers", "embed", "head",
+              "experts", "weights", "kv cache", "files");
+  for (const auto& r : j["per_rank"]) {
+    std::printf("%-5d %-14s %-12s %-6s %-5s %-10s %-14s %-14s %zu\n", r["rank"].get<int>(),
+                r["host"].get<std::string>().c_str(),
+                (std::to_string(r["layers"][0].get<int>()) + "-" + std::to_string(r["layers"][1].get<int>())).c_str(),
+                r["embed"].get<bool>() ? "yes" : "", r["head"].get<bool>() ? "yes" : "",
+                (std::to_string(r["experts"][0].get<int>()) + "-" + std::to_string(r["experts"][1].get<int>())).c_str(),
+                gib(r["weight_bytes"].get<int64_t>()).c_str(), gib(r["kv_cache_bytes"].get<int64_t>()).c_str(),
+                r["files"].size());
+  }
+  std::printf("\nfiles each host needs (besides config.json, manifest.json and the tokenizer files):\n");
+  for (const auto& [host, files] : files_by_host) {
+    std::printf("  %s:", host.c_str());
+    for (const auto& f : files) std::printf(" %s", f.c_str());
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace trillion::app
