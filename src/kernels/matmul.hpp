@@ -31,3 +31,11 @@ void matmul_ref(const QMatrix& W, const float* x, int64_t n, float* y);
 void matmul_t_ref(const QMatrix& W, const float* x, int64_t n, float* y);
 
 }  // namespace trillion
+
+namespace trillion {
+
+// out[W.cols] = row r of W dequantized (stored value * scale, rounded once):
+// embedding lookups.
+void dequantize_row(const QMatrix& W, int64_t r, float* out);
+
+}  // namespace trillion

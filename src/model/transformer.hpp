@@ -17,6 +17,8 @@
 namespace trillion {
 
 struct ModelWeights;  // model/weights.hpp
+class Rope;           // model/rope.hpp
+class Dumper;         // model/dump.hpp
 
 class Transformer {
  public:
@@ -47,6 +49,8 @@ class Transformer {
   LayerRange range_;
   ThreadPool& pool_;
   std::unique_ptr<ModelWeights> weights_;
+  std::unique_ptr<Rope> rope_;
+  std::unique_ptr<Dumper> dump_;
   std::unique_ptr<ExpertBackend> owned_experts_;
   ExpertBackend* experts_;
 };

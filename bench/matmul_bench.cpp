@@ -1,0 +1,103 @@
+// Weight-streaming rate of matmul per format: GB/s of weights read for batch 1
+// (decode is bound by memory bandwidth: compare with ~17-19 GB/s per core
+// here, ENVIRONMENT.md) and GFLOP/s for larger batches (compute bound; FMA
+// peak ~98 GFLOP/s per core). Best of 5 trials.
+//   bench_matmul [rows cols] [threads]
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "common/numeric.hpp"
+#include "common/thread_pool.hpp"
+#include "kernels/isa.hpp"
+#include "kernels/matmul.hpp"
+
+using namespace trillion;
+
+namespace {
+
+struct Owned {
+  std::vector<uint8_t> data, scale;
+  QMatrix m;
+};
+
+Owned make(MatFormat f, int64_t rows, int64_t cols) {
+  std::mt19937_64 rng(1);
+  Owned o;
+  o.m.format = f;
+  o.m.rows = rows;
+  o.m.cols = cols;
+  const int64_t n = rows * cols;
+  const int64_t bytes = f == MatFormat::F32 ? 4 * n : f == MatFormat::BF16 ? 2 * n : f == MatFormat::FP8_B128 ? n : n / 2;
+  o.data.resize(size_t(bytes));
+  for (auto& b : o.data) b = uint8_t(rng() & 0x3f);  // small finite values in every format
+  if (f == MatFormat::FP8_B128) {
+    o.m.scale_cols = (cols + 127) / 128;
+    o.scale.resize(size_t(4 * ((rows + 127) / 128) * o.m.scale_cols));
+    float* s = reinterpret_cast<float*>(o.scale.data());
+    for (size_t i = 0; i < o.scale.size() / 4; ++i) s[i] = 1e-3f;
+  } else if (f == MatFormat::INT4_G32) {
+    o.m.scale_cols = cols / 32;
+    o.scale.resize(size_t(2 * rows * o.m.scale_cols));
+    uint16_t* s = reinterpret_cast<uint16_t*>(o.scale.data());
+    for (size_t i = 0; i < o.scale.size() / 2; ++i) s[i] = f32_to_bf16(0.05f);
+  }
+  o.m.data = o.data.data();
+  o.m.scale = o.scale.empty() ? nullptr : o.scale.data();
+  return o;
+}
+
+// One thread: CPU time of this thread (robust when other jobs share the
+// cores); more threads: wall time.
+double now(bool cpu_time) {
+  if (!cpu_time) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+double seconds_per_call(const QMatrix& W, const std::vector<float>& x, int64_t n, std::vector<float>& y,
+                        ThreadPool& pool) {
+  const bool cpu_time = pool.size() == 1;
+  matmul(W, x.data(), n, y.data(), pool);  // warm up
+  double best = 1e30;
+  for (int trial = 0; trial < 5; ++trial) {
+    int reps = 0;
+    const double t0 = now(cpu_time);
+    double elapsed = 0;
+    do {
+      matmul(W, x.data(), n, y.data(), pool);
+      ++reps;
+      elapsed = now(cpu_time) - t0;
+    } while (elapsed < 0.1);
+    best = std::min(best, elapsed / reps);
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int64_t rows = argc > 2 ? std::atoll(argv[1]) : 4096, cols = argc > 2 ? std::atoll(argv[2]) : 4096;
+  const int threads = argc > 3 ? std::atoi(argv[3]) : argc == 2 ? std::atoi(argv[1]) : 1;
+  ThreadPool pool(threads);
+  std::printf("matmul %lld x %lld, %d thread(s), path %s\n", (long long)rows, (long long)cols, pool.size(),
+              to_string(kernel_isa()));
+  std::printf("%-9s %12s %12s %14s %14s\n", "format", "n=1 GB/s", "n=1 Gw/s", "n=8 GFLOP/s", "n=32 GFLOP/s");
+  for (MatFormat f : {MatFormat::F32, MatFormat::BF16, MatFormat::FP8_B128, MatFormat::INT4_G32}) {
+    Owned o = make(f, rows, cols);
+    std::vector<float> x(size_t(32 * cols), 0.01f), y(size_t(32 * rows));
+    const double t1 = seconds_per_call(o.m, x, 1, y, pool);
+    const double t8 = seconds_per_call(o.m, x, 8, y, pool);
+    const double t32 = seconds_per_call(o.m, x, 32, y, pool);
+    const double flop = 2.0 * double(rows) * double(cols);
+    const char* name = f == MatFormat::F32 ? "F32" : f == MatFormat::BF16 ? "BF16" : f == MatFormat::FP8_B128 ? "FP8_B128" : "INT4_G32";
+    std::printf("%-9s %12.1f %12.2f %14.1f %14.1f\n", name, double(qmatrix_bytes(o.m)) / t1 / 1e9,
+                double(rows * cols) / t1 / 1e9, 8 * flop / t8 / 1e9, 32 * flop / t32 / 1e9);
+  }
+  return 0;
+}

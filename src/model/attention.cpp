@@ -1,0 +1,103 @@
+#include "model/attention.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/matmul.hpp"
+#include "kernels/vector_ops.hpp"
+
+namespace trillion {
+namespace {
+
+struct Dims {
+  int64_t d, H, nope, rope, v, r, qk;
+  explicit Dims(const ModelConfig& c)
+      : d(c.hidden_size), H(c.num_attention_heads), nope(c.qk_nope_head_dim), rope(c.qk_rope_head_dim),
+        v(c.v_head_dim), r(c.kv_lora_rank), qk(c.qk_nope_head_dim + c.qk_rope_head_dim) {}
+};
+
+// q[n, H*qk] = the queries of every head, q_pe roped.
+std::vector<float> project_queries(const ModelConfig& cfg, const Dims& D, const AttentionWeights& w,
+                                   int64_t layer, const Step& step, const float* x) {
+  const int64_t n = step.n();
+  std::vector<float> q(size_t(n * D.H * D.qk));
+  if (w.has_q_lora) {
+    const int64_t ql = w.q_a.rows;
+    std::vector<float> q_a(size_t(n * ql));  // [n, q_lora_rank]
+    matmul(w.q_a, x, n, q_a.data(), step.pool);
+    for (int64_t t = 0; t < n; ++t) rmsnorm(&q_a[size_t(t * ql)], w.q_a_norm, cfg.rms_norm_eps, &q_a[size_t(t * ql)]);
+    step.dump.dump(layer, "q_a_normed", q_a.data(), {n, ql});
+    matmul(w.q_b, q_a.data(), n, q.data(), step.pool);
+  } else {
+    matmul(w.q, x, n, q.data(), step.pool);
+  }
+  const int64_t half = D.rope / 2;
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t h = 0; h < D.H; ++h)
+      step.rope.apply(&q[size_t((t * D.H + h) * D.qk + D.nope)], step.rope_cos + t * half, step.rope_sin + t * half);
+  step.dump.dump(layer, "q", q.data(), {n, D.H, D.qk});
+  return q;
+}
+
+// Writes each row's normalized latent c_kv [r] and roped shared key k_pe [rope]
+// into the cache at (slot, pos).
+void write_cache(const ModelConfig& cfg, const Dims& D, const AttentionWeights& w, int64_t layer,
+                 const Step& step, const float* x) {
+  const int64_t n = step.n(), kv_dim = D.r + D.rope, half = D.rope / 2;
+  std::vector<float> kv(size_t(n * kv_dim));  // [n, r + rope]: [c_kv | k_pe] before norm / rope
+  matmul(w.kv_a, x, n, kv.data(), step.pool);
+  step.dump.dump(layer, "kv_a", kv.data(), {n, kv_dim});
+  for (int64_t t = 0; t < n; ++t) {
+    const TokenRow row = step.batch.rows[size_t(t)];
+    float* c_kv = step.cache.c_kv(row.slot, layer) + int64_t(row.pos) * D.r;
+    float* k_pe = step.cache.k_pe(row.slot, layer) + int64_t(row.pos) * D.rope;
+    rmsnorm(&kv[size_t(t * kv_dim)], w.kv_a_norm, cfg.rms_norm_eps, c_kv);
+    std::copy_n(&kv[size_t(t * kv_dim + D.r)], D.rope, k_pe);
+    step.rope.apply(k_pe, step.rope_cos + t * half, step.rope_sin + t * half);
+  }
+}
+
+// ctx[r] = sum_j softmax(score)_j c_kv_j over the row's positions 0..pos.
+void attend_row(const Dims& D, const Step& step, int64_t layer, float scale, const TokenRow& row,
+                const float* q_lat, const float* q_pe, std::vector<float>& scores, float* ctx) {
+  const float* c_kv = step.cache.c_kv(row.slot, layer);  // [pos + 1, r]
+  const float* k_pe = step.cache.k_pe(row.slot, layer);  // [pos + 1, rope]
+  const int64_t len = int64_t(row.pos) + 1;
+  scores.resize(size_t(len));
+  for (int64_t j = 0; j < len; ++j)
+    scores[size_t(j)] = (dot(q_lat, c_kv + j * D.r, D.r) + dot(q_pe, k_pe + j * D.rope, D.rope)) * scale;
+  softmax(scores.data(), len);
+  std::fill_n(ctx, D.r, 0.0f);
+  for (int64_t j = 0; j < len; ++j) axpy(scores[size_t(j)], c_kv + j * D.r, ctx, D.r);
+}
+
+}  // namespace
+
+void attention_forward(const ModelConfig& cfg, const AttentionWeights& w, int64_t layer, const Step& step,
+                       const float* x, float* out) {
+  const Dims D(cfg);
+  const int64_t n = step.n();
+  const float scale = float(cfg.softmax_scale());
+  const std::vector<float> q = project_queries(cfg, D, w, layer, step, x);  // [n, H, nope + rope]
+  write_cache(cfg, D, w, layer, step, x);
+
+  std::vector<float> heads(size_t(n * D.H * D.v));  // [n, H*v] per-head outputs, o_proj's input
+  step.pool.parallel_for(D.H, 1, [&](int64_t h0, int64_t h1) {
+    std::vector<float> q_nope(size_t(n * D.nope)), q_lat(size_t(n * D.r)), ctx(size_t(n * D.r)), scores;
+    for (int64_t h = h0; h < h1; ++h) {
+      for (int64_t t = 0; t < n; ++t)  // q_nope [n, nope] of head h
+        std::copy_n(&q[size_t((t * D.H + h) * D.qk)], D.nope, &q_nope[size_t(t * D.nope)]);
+      const QMatrix w_uk = w.kv_b.row_range(h * (D.nope + D.v), D.nope);     // [nope, r]
+      const QMatrix w_uv = w.kv_b.row_range(h * (D.nope + D.v) + D.nope, D.v);  // [v, r]
+      matmul_t_serial(w_uk, q_nope.data(), n, q_lat.data());  // q_lat [n, r] = q_nope . W_UK
+      for (int64_t t = 0; t < n; ++t)
+        attend_row(D, step, layer, scale, step.batch.rows[size_t(t)], &q_lat[size_t(t * D.r)],
+                   &q[size_t((t * D.H + h) * D.qk + D.nope)], scores, &ctx[size_t(t * D.r)]);
+      matmul_serial(w_uv, ctx.data(), n, &heads[size_t(h * D.v)], D.H * D.v);  // o_h [n, v] = ctx . W_UV^T
+    }
+  });
+  step.dump.dump(layer, "attn_heads", heads.data(), {n, D.H * D.v});
+  matmul(w.o, heads.data(), n, out, step.pool);
+}
+
+}  // namespace trillion

@@ -1,0 +1,80 @@
+#include "model/local_experts.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "common/error.hpp"
+#include "model/mlp.hpp"
+
+namespace trillion {
+
+LocalExperts::LocalExperts(const ModelConfig& cfg, const LayerRange& range, TensorSource& source, ThreadPool& pool)
+    : LocalExperts(cfg, range, source, pool, ExpertSpan{0, cfg.n_routed_experts}) {}
+
+LocalExperts::LocalExperts(const ModelConfig& cfg, const LayerRange& range, TensorSource& source, ThreadPool& pool,
+                           ExpertSpan span)
+    : cfg_(cfg), range_(range), span_(span), pool_(pool) {
+  if (span.begin < 0 || span.end > cfg.n_routed_experts || span.begin > span.end)
+    throw ConfigError("expert span [" + std::to_string(span.begin) + ", " + std::to_string(span.end) +
+                      ") outside the model's " + std::to_string(cfg.n_routed_experts) + " experts");
+  experts_.resize(size_t(std::max<int64_t>(range.size(), 0)));
+  for (int64_t l = range.begin; l < range.end; ++l) {
+    if (!cfg.is_moe_layer(l)) continue;
+    auto& layer = experts_[size_t(l - range.begin)];
+    for (int64_t e = span.begin; e < span.end; ++e) layer.push_back(load_expert(cfg, source, l, e));
+  }
+}
+
+bool LocalExperts::holds(int64_t layer, int64_t expert) const {
+  return range_.contains(layer) && cfg_.is_moe_layer(layer) && expert >= span_.begin && expert < span_.end;
+}
+
+void LocalExperts::run(const ExpertRequest& req) {
+  const int64_t d = req.hidden, k = req.top_k, pairs = req.n * k;
+  if (d != cfg_.hidden_size) throw Error("LocalExperts: hidden size " + std::to_string(d) + " != model's");
+  for (int64_t i = 0; i < pairs; ++i)
+    if (!holds(req.layer, req.ids[i]))
+      throw Error("LocalExperts: expert " + std::to_string(req.ids[i]) + " of layer " + std::to_string(req.layer) +
+                  " is not held here");
+  // (token, k) pairs ordered by expert, then token: each expert's tokens form one batch.
+  std::vector<int64_t> order(static_cast<size_t>(pairs));
+  for (int64_t i = 0; i < pairs; ++i) order[size_t(i)] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return req.ids[a] < req.ids[b]; });
+  struct Group {
+    int32_t expert;
+    size_t begin, end;  // its pairs: order[begin, end)
+  };
+  std::vector<Group> groups;
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j < order.size() && req.ids[order[j]] == req.ids[order[i]]) ++j;
+    groups.push_back({req.ids[order[i]], i, j});
+    i = j;
+  }
+  const auto& layer = experts_[size_t(req.layer - range_.begin)];
+  // Gathers a group's token rows xs [m, d], runs its expert, scatters ys [m, d]
+  // to out[(t, k)]. Serial or pool-parallel matmuls give the same bits.
+  auto run_group = [&](const Group& g, std::vector<float>& xs, std::vector<float>& ys, bool serial) {
+    const int64_t m = int64_t(g.end - g.begin);
+    xs.resize(size_t(m * d));
+    ys.resize(size_t(m * d));
+    for (int64_t a = 0; a < m; ++a) std::copy_n(req.x + (order[g.begin + size_t(a)] / k) * d, d, &xs[size_t(a * d)]);
+    const MlpWeights& w = layer[size_t(g.expert - span_.begin)];
+    if (serial)
+      mlp_forward_serial(w, xs.data(), m, ys.data());
+    else
+      mlp_forward(w, xs.data(), m, ys.data(), pool_);
+    for (int64_t a = 0; a < m; ++a) std::copy_n(&ys[size_t(a * d)], d, req.out + order[g.begin + size_t(a)] * d);
+  };
+  if (int64_t(groups.size()) >= pool_.size()) {  // enough experts to give each thread its own
+    pool_.parallel_for(int64_t(groups.size()), 1, [&](int64_t g0, int64_t g1) {
+      std::vector<float> xs, ys;
+      for (int64_t g = g0; g < g1; ++g) run_group(groups[size_t(g)], xs, ys, true);
+    });
+  } else {
+    std::vector<float> xs, ys;
+    for (const Group& g : groups) run_group(g, xs, ys, false);
+  }
+}
+
+}  // namespace trillion

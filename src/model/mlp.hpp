@@ -1,0 +1,18 @@
+// SwiGLU MLP: dense layers, shared experts, each routed expert.
+#pragma once
+#include <cstdint>
+
+#include "common/thread_pool.hpp"
+#include "model/weights.hpp"
+
+namespace trillion {
+
+// y[n, d] = down(silu(gate x) * up x) for x[n, d]. Rows are independent: a
+// token's output does not depend on the other rows (kernel contract).
+void mlp_forward(const MlpWeights& w, const float* x, int64_t n, float* y, ThreadPool& pool);
+
+// The same on the calling thread (same bits), for callers that split work
+// themselves, e.g. one expert per thread.
+void mlp_forward_serial(const MlpWeights& w, const float* x, int64_t n, float* y);
+
+}  // namespace trillion

@@ -1,0 +1,25 @@
+// What one forward step's layers share: the batch's rows, their rotary
+// tables, the cache, the threads, the debug hook.
+#pragma once
+#include <cstdint>
+
+#include "common/thread_pool.hpp"
+#include "model/batch.hpp"
+#include "model/dump.hpp"
+#include "model/kv_cache.hpp"
+#include "model/rope.hpp"
+
+namespace trillion {
+
+struct Step {
+  const Batch& batch;     // [n] rows (slot, pos)
+  const float* rope_cos;  // [n, rope/2] cos(pos * inv_freq) * mscale of each row
+  const float* rope_sin;  // [n, rope/2]
+  const Rope& rope;
+  KvCache& cache;
+  ThreadPool& pool;
+  const Dumper& dump;
+  int64_t n() const { return batch.size(); }
+};
+
+}  // namespace trillion

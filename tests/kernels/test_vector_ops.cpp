@@ -1,0 +1,106 @@
+// Norms, activations, softmax, dot/axpy against float64 with stated bounds.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "common/numeric.hpp"
+#include "kernels/kernel_table.hpp"
+#include "kernels/vector_ops.hpp"
+#include "random_matrix.hpp"
+
+using namespace trillion;
+using namespace trillion::test;
+
+namespace {
+const double u = std::ldexp(1.0, -24);
+}
+
+BOOST_AUTO_TEST_CASE(rmsnorm_matches_float64) {
+  for (int64_t n : {1, 7, 200, 7168}) {
+    auto x = random_floats(n, 31, -3.0f, 3.0f);
+    auto wf = random_floats(n, 32, 0.5f, 1.5f);
+    std::vector<uint16_t> wb(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) wb[size_t(i)] = f32_to_bf16(wf[size_t(i)]);
+    for (bool bf16 : {false, true}) {
+      BOOST_TEST_CONTEXT("n=" << n << (bf16 ? " bf16" : " f32")) {
+        VecView w{bf16 ? DType::BF16 : DType::F32, bf16 ? static_cast<const void*>(wb.data()) : wf.data(), n};
+        std::vector<float> out(static_cast<size_t>(n));
+        rmsnorm(x.data(), w, 1e-6, out.data());
+        double ss = 0;
+        for (float v : x) ss += double(v) * v;
+        const double r = 1.0 / std::sqrt(ss / double(n) + 1e-6);
+        for (int64_t i = 0; i < n; ++i) {
+          const double want = double(x[size_t(i)]) * r * double(w[i]);
+          // r rounded once, then two float products: <= 4u relative.
+          BOOST_TEST(std::fabs(out[size_t(i)] - want) <= 4 * u * std::fabs(want) + 1e-30);
+        }
+        // In place gives the same bits.
+        std::vector<float> inplace = x;
+        rmsnorm(inplace.data(), w, 1e-6, inplace.data());
+        BOOST_TEST(inplace == out);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(activations_match_float64) {
+  for (float v : {-30.0f, -5.5f, -1.0f, -0.1f, 0.0f, 0.3f, 2.0f, 9.0f, 40.0f}) {
+    const double s = 1.0 / (1.0 + std::exp(-double(v)));
+    BOOST_TEST(std::fabs(sigmoid(v) - s) <= 8 * u * s);
+    BOOST_TEST(std::fabs(silu(v) - double(v) * s) <= 8 * u * std::fabs(double(v) * s) + 1e-30);
+  }
+  auto g = random_floats(37, 33, -6.0f, 6.0f), up = random_floats(37, 34);
+  std::vector<float> out(37);
+  swiglu(g.data(), up.data(), 37, out.data());
+  for (size_t i = 0; i < 37; ++i) {
+    const double want = double(g[i]) / (1.0 + std::exp(-double(g[i]))) * up[i];
+    BOOST_TEST(std::fabs(out[i] - want) <= 10 * u * std::fabs(want) + 1e-30);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(softmax_matches_float64) {
+  for (int64_t n : {1, 2, 9, 300}) {
+    auto x = random_floats(n, 35, -20.0f, 20.0f);
+    std::vector<double> want(static_cast<size_t>(n));
+    double mx = -1e300, sum = 0;
+    for (float v : x) mx = std::max(mx, double(v));
+    for (int64_t i = 0; i < n; ++i) sum += want[size_t(i)] = std::exp(double(x[size_t(i)]) - mx);
+    softmax(x.data(), n);
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      want[size_t(i)] /= sum;
+      total += x[size_t(i)];
+      // exp of a rounded difference: the error of x - max (<= u |x - max|) dominates.
+      BOOST_TEST(std::fabs(x[size_t(i)] - want[size_t(i)]) <= (8 + 40) * u * want[size_t(i)] + 1e-30);
+    }
+    BOOST_TEST(std::fabs(total - 1.0) <= 1e-6);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(dot_and_axpy_every_path) {
+  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2}) {
+    if (!kernel_isa_available(isa)) continue;
+    const KernelTable& k = kernel_table(isa);
+    for (int64_t n : {0, 1, 7, 8, 15, 16, 24, 64, 512, 517}) {
+      BOOST_TEST_CONTEXT(to_string(isa) << " n=" << n) {
+        auto a = random_floats(n, 36), b = random_floats(n, 37);
+        double want = 0, s = 0;
+        for (int64_t i = 0; i < n; ++i) want += double(a[size_t(i)]) * b[size_t(i)], s += std::fabs(double(a[size_t(i)]) * b[size_t(i)]);
+        BOOST_TEST(std::fabs(k.dot(a.data(), b.data(), n) - want) <= double(n + 2) * u * s + 1e-30);
+        std::vector<float> y = b;
+        k.axpy(0.37f, a.data(), y.data(), n);
+        for (int64_t i = 0; i < n; ++i) {
+          const double w = double(b[size_t(i)]) + 0.37 * double(a[size_t(i)]);
+          BOOST_TEST(std::fabs(y[size_t(i)] - w) <= 3 * u * (std::fabs(b[size_t(i)]) + std::fabs(0.37 * a[size_t(i)])));
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(add_is_elementwise) {
+  std::vector<float> y = {1, 2, 3}, x = {0.5f, -2, 4};
+  add(y.data(), x.data(), 3);
+  BOOST_TEST(y == (std::vector<float>{1.5f, 0, 7}), boost::test_tools::per_element());
+}

@@ -1,0 +1,107 @@
+// hf_logits: runs the forward pass on a Hugging Face checkpoint directory (no
+// conversion: safetensors read in place) and writes each request's logits, for
+// comparison with the float64 reference (compare_reference.py).
+//   hf_logits MODEL_DIR REQUESTS.jsonl OUT_DIR [threads]
+// REQUESTS: one {"id": "...", "token_ids": [...]} per line. All requests run
+// as one batch (one slot each, all prefill rows together), then each is
+// decoded again alone token by token; writes OUT_DIR/<id>.npy (float32
+// [len, vocab]) and exits 1 if decode and batched prefill differ in any bit.
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "common/npy.hpp"
+#include "format/hf_checkpoint.hpp"
+#include "model/transformer.hpp"
+
+using namespace trillion;
+
+namespace {
+
+class HfSource : public TensorSource {
+ public:
+  explicit HfSource(const std::string& dir) : ckpt_(dir) {}
+  bool has(const std::string& name) const override { return ckpt_.find(name) != nullptr; }
+  TensorView tensor(const std::string& name) override {
+    const HfCheckpoint::Tensor* t = ckpt_.find(name);
+    if (!t) throw FormatError(ckpt_.index_path() + ": no tensor " + name);
+    const SafetensorsEntry& e = *t->entry;
+    return TensorView{name, e.dtype, e.shape, t->file->data(e), size_t(e.nbytes())};
+  }
+
+ private:
+  HfCheckpoint ckpt_;
+};
+
+struct Request {
+  std::string id;
+  std::vector<int32_t> tokens;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: hf_logits MODEL_DIR REQUESTS.jsonl OUT_DIR [threads]\n");
+    return 2;
+  }
+  const std::string dir = argv[1], out_dir = argv[3];
+  const ModelConfig cfg = ModelConfig::from_file(dir + "/config.json");
+  std::vector<Request> reqs;
+  std::ifstream in(argv[2]);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    const auto j = nlohmann::json::parse(line);
+    reqs.push_back({j.at("id").get<std::string>(), j.at("token_ids").get<std::vector<int32_t>>()});
+  }
+  HfSource source(dir);
+  ThreadPool pool(argc > 4 ? std::atoi(argv[4]) : 0);
+  const LayerRange all{0, cfg.num_hidden_layers, true, true};
+  Transformer model(cfg, all, source, pool);
+  int32_t max_len = 1;
+  for (const auto& r : reqs) max_len = std::max<int32_t>(max_len, int32_t(r.tokens.size()));
+  const int64_t d = cfg.hidden_size, V = cfg.vocab_size;
+
+  Batch batch;
+  std::vector<int32_t> tokens;
+  for (size_t s = 0; s < reqs.size(); ++s)
+    for (size_t p = 0; p < reqs[s].tokens.size(); ++p) {
+      batch.rows.push_back({int32_t(s), int32_t(p)});
+      tokens.push_back(reqs[s].tokens[p]);
+    }
+  const int64_t n = batch.size();
+  KvCache cache(cfg, all, int32_t(reqs.size()), max_len);
+  std::vector<float> x(size_t(n * d)), logits(size_t(n * V));
+  model.embed(tokens.data(), n, x.data());
+  model.forward(batch, x.data(), cache);
+  model.logits(x.data(), n, logits.data());
+
+  int mismatches = 0;
+  int64_t row0 = 0;
+  for (const Request& r : reqs) {
+    const int64_t len = int64_t(r.tokens.size());
+    write_npy_f32(out_dir + "/" + r.id + ".npy", &logits[size_t(row0 * V)], {len, V});
+    KvCache alone(cfg, all, 1, max_len);
+    std::vector<float> x1(static_cast<size_t>(d)), l1(static_cast<size_t>(V));
+    for (int64_t p = 0; p < len; ++p) {
+      model.embed(&r.tokens[size_t(p)], 1, x1.data());
+      model.forward(Batch{{{0, int32_t(p)}}}, x1.data(), alone);
+      model.logits(x1.data(), 1, l1.data());
+      if (std::memcmp(l1.data(), &logits[size_t((row0 + p) * V)], size_t(V) * sizeof(float)) != 0) {
+        std::fprintf(stderr, "%s: token %lld decoded alone differs from the batched prefill\n", r.id.c_str(),
+                     static_cast<long long>(p));
+        ++mismatches;
+      }
+    }
+    row0 += len;
+  }
+  return mismatches ? 1 : 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "hf_logits: %s\n", e.what());
+  return 1;
+}

@@ -1,0 +1,89 @@
+// The seams the parallel runtime uses keep the bits: layers split over
+// pipeline stages, routed experts split over owners.
+#include <boost/test/unit_test.hpp>
+
+#include "common/error.hpp"
+#include "model_fixture.hpp"
+
+using namespace trillion;
+using namespace trillion::test;
+
+namespace {
+
+// Experts split over two LocalExperts by id (as expert-parallel ranks hold
+// them), each (token, k) sent alone: what an RMA backend may do.
+class SplitExperts : public ExpertBackend {
+ public:
+  SplitExperts(const ModelConfig& cfg, TensorSource& src, ThreadPool& pool)
+      : low_(cfg, LayerRange{0, cfg.num_hidden_layers}, src, pool, ExpertSpan{0, cfg.n_routed_experts / 2}),
+        high_(cfg, LayerRange{0, cfg.num_hidden_layers}, src, pool,
+              ExpertSpan{cfg.n_routed_experts / 2, cfg.n_routed_experts}) {}
+
+  void run(const ExpertRequest& req) override {
+    for (int64_t t = 0; t < req.n; ++t)
+      for (int64_t k = 0; k < req.top_k; ++k) {
+        const int32_t id = req.ids[t * req.top_k + k];
+        LocalExperts& owner = low_.holds(req.layer, id) ? low_ : high_;
+        owner.run(ExpertRequest{req.layer, 1, 1, req.hidden, req.x + t * req.hidden, &id,
+                                req.out + (t * req.top_k + k) * req.hidden});
+      }
+  }
+
+ private:
+  LocalExperts low_, high_;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(pipeline_stages_match_one_stage) {
+  TinyModel m({.format = "int4"});
+  ThreadPool pool(2);
+  const int64_t L = m.cfg.num_hidden_layers, d = m.cfg.hidden_size, V = m.cfg.vocab_size;
+  Transformer whole(m.cfg, LayerRange{0, L, true, true}, m.source, pool);
+  Transformer first(m.cfg, LayerRange{0, 1, true, false}, m.source, pool);
+  Transformer last(m.cfg, LayerRange{1, L, false, true}, m.source, pool);
+  KvCache cw(m.cfg, whole.range(), 2, 8), c1(m.cfg, first.range(), 2, 8), c2(m.cfg, last.range(), 2, 8);
+
+  const std::vector<int32_t> tokens = {5, 9, 2, 77, 40};
+  const Batch batch{{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}}};
+  const auto want = run_step(whole, cw, batch, tokens);
+
+  std::vector<float> x(size_t(5 * d)), logits(size_t(5 * V));
+  first.embed(tokens.data(), 5, x.data());
+  first.forward(batch, x.data(), c1);  // activations [n, d] travel to the next stage
+  last.forward(batch, x.data(), c2);
+  last.logits(x.data(), 5, logits.data());
+  BOOST_TEST(same_bits(logits.data(), want.data(), want.size()));
+  BOOST_CHECK_THROW(first.logits(x.data(), 5, logits.data()), Error);
+  BOOST_CHECK_THROW(last.embed(tokens.data(), 5, x.data()), Error);
+}
+
+BOOST_AUTO_TEST_CASE(split_experts_match_local_experts) {
+  for (const char* format : {"bf16", "fp8", "int4"}) {
+    BOOST_TEST_CONTEXT(format) {
+      TinyModel m({.format = format});
+      ThreadPool pool(2);
+      const LayerRange all{0, m.cfg.num_hidden_layers, true, true};
+      Transformer local(m.cfg, all, m.source, pool);
+      SplitExperts split_backend(m.cfg, m.source, pool);
+      Transformer split(m.cfg, all, m.source, pool, &split_backend);
+      KvCache c1(m.cfg, all, 1, 8), c2(m.cfg, all, 1, 8);
+      const std::vector<int32_t> tokens = {1, 2, 3, 50, 60, 70};
+      const auto a = run_step(local, c1, rows_of(0, 0, 6), tokens);
+      const auto b = run_step(split, c2, rows_of(0, 0, 6), tokens);
+      BOOST_TEST(same_bits(a.data(), b.data(), a.size()));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(local_experts_refuse_experts_they_do_not_hold) {
+  TinyModel m;
+  ThreadPool pool(1);
+  LocalExperts low(m.cfg, LayerRange{0, m.cfg.num_hidden_layers}, m.source, pool, ExpertSpan{0, 8});
+  BOOST_TEST(low.holds(1, 7));
+  BOOST_TEST(!low.holds(1, 8));
+  BOOST_TEST(!low.holds(0, 1));  // layer 0 is dense
+  std::vector<float> x(size_t(m.cfg.hidden_size)), out(size_t(m.cfg.hidden_size));
+  const int32_t id = 9;
+  BOOST_CHECK_THROW(low.run(ExpertRequest{1, 1, 1, m.cfg.hidden_size, x.data(), &id, out.data()}), Error);
+}
