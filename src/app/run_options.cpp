@@ -54,13 +54,12 @@ void add_run_options(po::options_description& desc, RunOptions& o) {
 bool parse_args(const std::vector<std::string>& args, const char* usage, po::options_description& desc,
                 po::positional_options_description* positional) {
   po::options_description all(desc);
-  bool help = false;
-  all.add_options()("help,h", po::bool_switch(&help), "show this help");
+  all.add_options()("help,h", "show this help");
   po::variables_map vm;
   auto parser = po::command_line_parser(args).options(all);
   if (positional) parser.positional(*positional);
   po::store(parser.run(), vm);
-  if (help) {
+  if (vm.count("help")) {
     std::cout << usage << "\n\n" << all << "\n";
     return false;
   }

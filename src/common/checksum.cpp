@@ -43,6 +43,7 @@ Xxh64::Xxh64(uint64_t seed) : seed_(seed) {
 }
 
 void Xxh64::update(const void* data, size_t len) {
+  if (len == 0) return;  // data may be null
   const unsigned char* p = static_cast<const unsigned char*>(data);
   total_ += len;
   if (buf_len_ + len < 32) {

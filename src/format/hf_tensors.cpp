@@ -58,7 +58,10 @@ class TableBuilder {
   // Expands one logical weight into the tensors its format stores.
   void add(const Spec& s, TensorRole role, int64_t layer, int64_t expert) {
     auto push = [&](std::string name, std::vector<int64_t> shape, DType dt, bool attr = false) {
-      out_.push_back(ExpectedTensor{std::move(name), std::move(shape), {dt}, role, layer, expert, attr});
+      std::vector<DType> dtypes = {dt};
+      // compressed-tensors writes torch.tensor(shape): int64 unless the writer chose int32.
+      if (attr) dtypes.push_back(DType::I64);
+      out_.push_back(ExpectedTensor{std::move(name), std::move(shape), std::move(dtypes), role, layer, expert, attr});
     };
     switch (s.kind) {
       case Kind::norm: push(s.name, {s.out}, DType::BF16); return;

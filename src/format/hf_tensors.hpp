@@ -23,7 +23,7 @@ TensorRole tensor_role_from_string(const std::string& s);  // throws FormatError
 struct ExpectedTensor {
   std::string name;              // HF name, e.g. model.layers.7.mlp.experts.40.gate_proj.weight
   std::vector<int64_t> shape;
-  std::vector<DType> dtypes;     // accepted dtypes (today exactly one each)
+  std::vector<DType> dtypes;     // accepted; the first is the format's own (weight_shape: I32 or I64)
   TensorRole role = TensorRole::layer;
   int64_t layer = -1;            // decoder layer, -1 for embed/head
   int64_t expert = -1;           // routed expert, -1 otherwise

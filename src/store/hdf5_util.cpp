@@ -41,6 +41,27 @@ Hdf5Session::Hdf5Session() : lock_(hdf5_mutex()) {
 
 Hdf5Session::~Hdf5Session() { H5Eset_auto2(H5E_DEFAULT, saved_func_, saved_data_); }
 
+H5Id shard_file_access() {
+  H5Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  if (!fapl.valid() || H5Pset_alignment(fapl.get(), 1, kAlignment) < 0) return H5Id();
+#if H5_VERSION_GE(1, 10, 7)
+  if (H5Pset_file_locking(fapl.get(), false, true) < 0) return H5Id();
+#endif
+  return fapl;
+}
+
+std::string hdf5_error_detail() {
+  std::vector<std::string> parts;
+  auto collect = [](unsigned, const H5E_error2_t* e, void* data) -> herr_t {
+    if (e->desc && *e->desc) static_cast<std::vector<std::string>*>(data)->push_back(e->desc);
+    return 0;
+  };
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect, &parts);
+  if (parts.empty()) return "";
+  // The outermost says what failed, the innermost why.
+  return parts.size() == 1 ? parts.front() : parts.front() + ": " + parts.back();
+}
+
 hid_t hdf5_type(DType t) {
   switch (t) {
     case DType::F32: return H5T_IEEE_F32LE;
@@ -119,7 +140,7 @@ std::optional<std::vector<int64_t>> read_int64_attr(hid_t obj, const char* name)
   if (!space.valid()) return std::nullopt;
   const hssize_t n = H5Sget_simple_extent_npoints(space.get());
   if (n < 1 || n > 64) return std::nullopt;
-  std::vector<int64_t> v(size_t(n));
+  std::vector<int64_t> v(static_cast<size_t>(n));
   if (H5Aread(attr.get(), H5T_NATIVE_INT64, v.data()) < 0) return std::nullopt;
   return v;
 }

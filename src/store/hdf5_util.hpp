@@ -52,6 +52,15 @@ class Hdf5Session {
   void* saved_data_ = nullptr;
 };
 
+// File-access properties for shards: page alignment (for writing) and no
+// file locking (shards are immutable once converted, many ranks read them, and
+// network filesystems without lock support would otherwise refuse to open them).
+H5Id shard_file_access();
+
+// The HDF5 error stack as one line ("unable to open file: file signature not
+// found"), to append to our own messages; call right after a failed HDF5 call.
+std::string hdf5_error_detail();
+
 // The HDF5 storage type of a dtype (docs/FORMAT.md): the bytes are the
 // checkpoint's, so bf16 is stored as u16 and e4m3 as u8.
 hid_t hdf5_type(DType t);

@@ -36,12 +36,15 @@ void Manifest::add_shard(ShardInfo s) {
   if (shard_index_.count(s.file)) throw FormatError("manifest: shard '" + s.file + "' listed twice");
   shard_index_.emplace(s.file, shards_.size());
   shards_.push_back(std::move(s));
+  shard_tensors_.emplace_back();
 }
 
 void Manifest::add_tensor(TensorInfo t) {
-  if (!shard_index_.count(t.shard))
+  auto shard = shard_index_.find(t.shard);
+  if (shard == shard_index_.end())
     throw FormatError("manifest: tensor '" + t.name + "' names unknown shard '" + t.shard + "'");
   if (tensor_index_.count(t.name)) throw FormatError("manifest: tensor '" + t.name + "' listed twice");
+  shard_tensors_[shard->second].push_back(tensors_.size());
   tensor_index_.emplace(t.name, tensors_.size());
   tensors_.push_back(std::move(t));
 }
@@ -64,8 +67,9 @@ const TensorInfo* Manifest::find_tensor(const std::string& name) const {
 
 std::vector<const TensorInfo*> Manifest::tensors_of(const std::string& file) const {
   std::vector<const TensorInfo*> out;
-  for (const TensorInfo& t : tensors_)
-    if (t.shard == file) out.push_back(&t);
+  auto it = shard_index_.find(file);
+  if (it == shard_index_.end()) return out;
+  for (size_t i : shard_tensors_[it->second]) out.push_back(&tensors_[i]);
   std::sort(out.begin(), out.end(), [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
   return out;
 }

@@ -65,6 +65,7 @@ class Manifest {
  private:
   std::vector<ShardInfo> shards_;
   std::vector<TensorInfo> tensors_;
+  std::vector<std::vector<size_t>> shard_tensors_;  // per shard: indices into tensors_
   std::unordered_map<std::string, size_t> shard_index_, tensor_index_;
 };
 

@@ -97,7 +97,15 @@ TensorView ModelStore::tensor(const std::string& name) {
   const TensorInfo* t = m.manifest.find_tensor(name);
   if (!t) throw FormatError(m.manifest_path + ": no tensor '" + name + "' in this model");
   std::lock_guard<std::mutex> lock(m.mu);
-  const MappedShard& shard = m.shard(*t);
+  const MappedShard* shard_ptr = nullptr;
+  try {
+    shard_ptr = &m.shard(*t);
+  } catch (const FormatError& e) {
+    const std::string msg = e.what();
+    if (msg.find("'" + name + "'") != std::string::npos) throw;
+    throw FormatError(msg + " (needed for tensor '" + name + "')");
+  }
+  const MappedShard& shard = *shard_ptr;
   const std::byte* data = shard.data(*t);
   const size_t index = size_t(t - m.manifest.tensors().data());
   if (m.opts.verify_checksums && !m.verified[index]) {

@@ -75,8 +75,10 @@ std::vector<ShardProblem> check_shard(const std::string& path, const ShardInfo& 
                                       const std::vector<const TensorInfo*>& tensors) {
   if (std::string p = shard_file_problem(path, shard); !p.empty()) return {{"", p}};
   Hdf5Session s;
-  H5Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-  if (!file.valid()) return {{"", "not a readable HDF5 file (damaged or not a trillion shard)"}};
+  H5Id fapl = shard_file_access();
+  H5Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.valid() ? fapl.get() : H5P_DEFAULT), H5Fclose);
+  if (!file.valid())
+    return {{"", "not a readable HDF5 file (damaged or not a trillion shard): " + hdf5_error_detail()}};
   auto fmt = read_string_attr(file.get(), "trillion_format");
   auto ver = read_int64_attr(file.get(), "trillion_format_version");
   if (!fmt || *fmt != kFormatName)

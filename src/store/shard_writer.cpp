@@ -43,11 +43,11 @@ struct ShardWriter::Handles {
 
 ShardWriter::ShardWriter(const std::string& path) : path_(path), h_(std::make_unique<Handles>()) {
   Hdf5Session s;
-  H5Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   // Every allocation starts on a page, so each dataset can be used in place from an mmap.
-  if (!fapl.valid() || H5Pset_alignment(fapl.get(), 1, kAlignment) < 0) fail(path, "cannot set HDF5 file alignment");
+  H5Id fapl = shard_file_access();
+  if (!fapl.valid()) fail(path, "cannot set HDF5 file access properties");
   h_->file = H5Id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
-  if (!h_->file.valid()) fail(path, "cannot create HDF5 file");
+  if (!h_->file.valid()) fail(path, "cannot create HDF5 file: " + hdf5_error_detail());
   if (!write_string_attr(h_->file.get(), "trillion_format", kFormatName) ||
       !write_int64_attr(h_->file.get(), "trillion_format_version", {kFormatVersion}, true))
     fail(path, "cannot write file attributes");
@@ -123,7 +123,7 @@ StoredTensor ShardWriter::write(const ShardTensor& t, const std::function<void(u
       if (!mem.valid() ||
           H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0 ||
           H5Dwrite(ds.get(), type, mem.get(), space.get(), H5P_DEFAULT, p) < 0)
-        fail(path_, where + "write failed (disk full?)");
+        fail(path_, where + "write failed: " + hdf5_error_detail());
       if (progress) progress(len);
     }
   }
@@ -138,7 +138,7 @@ uint64_t ShardWriter::finish() {
   {
     Hdf5Session s;
     h_->dcpl = H5Id();
-    if (!h_->file.close()) fail(path_, "cannot close HDF5 file (disk full?)");
+    if (!h_->file.close()) fail(path_, "cannot close HDF5 file: " + hdf5_error_detail());
   }
   sync_file(path_);
   struct stat st {};
