@@ -1,5 +1,6 @@
 #include "runtime/mpi_env.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -61,10 +62,44 @@ Progress progress_from_environment(Progress fallback) {
   throw Error("TRILLION_MPI_PROGRESS must be auto, thread or off, not '" + std::string(v) + "'");
 }
 
+// The process's MpiEnv, for the terminate handler: an exception that nobody
+// catches (or a noexcept violation) must still end the job with the rank's
+// message. Process-wide by nature, like std::set_terminate itself.
+const MpiEnv* g_terminate_env = nullptr;
+std::terminate_handler g_previous_terminate = nullptr;
+
+[[noreturn]] void on_terminate() {
+  std::string what = "std::terminate called";
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      what = std::string("uncaught exception: ") + x.what();
+    } catch (...) {
+      what = "uncaught exception of unknown type";
+    }
+  }
+  if (g_terminate_env) g_terminate_env->abort(what);
+  std::abort();
+}
+
+std::chrono::microseconds interval_from_environment(std::chrono::microseconds fallback) {
+  const char* value = std::getenv("TRILLION_MPI_PROGRESS_US");
+  if (!value) return fallback;
+  char* end = nullptr;
+  long us = std::strtol(value, &end, 10);
+  if (end == value || *end != '\0' || us < 1 || us > 1000000)
+    throw Error("TRILLION_MPI_PROGRESS_US must be microseconds in [1, 1000000], not '" + std::string(value) + "'");
+  return std::chrono::microseconds(us);
+}
+
 }  // namespace
 
 MpiEnv::MpiEnv(int& argc, char**& argv, MpiOptions options)
     : uncaught_at_init_(std::uncaught_exceptions()) {
+  // Settings first: a bad one fails before MPI starts.
+  const Progress mode = progress_from_environment(options.progress);
+  const std::chrono::microseconds interval = interval_from_environment(options.progress_interval);
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) throw Error("MpiEnv: MPI is already initialised (one MpiEnv per process)");
@@ -85,19 +120,25 @@ MpiEnv::MpiEnv(int& argc, char**& argv, MpiOptions options)
                           MPI_CHAR, comm_),
             "MPI_Allgather(hostnames)");
   for (int r = 0; r < size_; ++r) hosts_.emplace_back(&all[size_t(r) * MPI_MAX_PROCESSOR_NAME]);
+  ranks_on_host_ = int(std::count(hosts_.begin(), hosts_.end(), host()));
+  oversubscribed_ = unsigned(ranks_on_host_) > std::max(1u, std::thread::hardware_concurrency());
 
   osc_selection_ = read_osc_selection();
   needs_progress_ = pt2pt_possible(osc_selection_);
-  Progress mode = progress_from_environment(options.progress);
   bool want_thread = mode == Progress::Thread || (mode == Progress::Auto && needs_progress_);
   if (want_thread && provided < MPI_THREAD_SERIALIZED)
     throw Error(where() + ": a progress thread needs MPI_THREAD_SERIALIZED; MPI provides level " +
                 std::to_string(provided));
-  if (want_thread) start_progress_thread(options.progress_interval);
+  if (want_thread) start_progress_thread(interval);
+  // Last: the handler refers to this (fully constructed) environment.
+  g_terminate_env = this;
+  g_previous_terminate = std::set_terminate(on_terminate);
 }
 
 MpiEnv::~MpiEnv() {
   stop_progress_thread();
+  std::set_terminate(g_previous_terminate);
+  g_terminate_env = nullptr;
   if (std::uncaught_exceptions() > uncaught_at_init_)
     abort("an exception escaped while MPI was running; ending the job");
   MPI_Comm_free(&progress_comm_);

@@ -28,7 +28,8 @@ namespace trillion {
 //           which applies incoming puts only while the target is inside MPI;
 //           off for the shared-memory components (osc/rdma, osc/sm).
 //   Thread: always on.   Off: never (the caller polls between compute chunks).
-// The environment variable TRILLION_MPI_PROGRESS=auto|thread|off overrides.
+// The environment variables TRILLION_MPI_PROGRESS=auto|thread|off and
+// TRILLION_MPI_PROGRESS_US=<interval> override the options.
 enum class Progress { Auto, Thread, Off };
 
 struct MpiOptions {
@@ -42,7 +43,9 @@ class MpiEnv {
  public:
   // Calls MPI_Init_thread(MPI_THREAD_SERIALIZED): a progress thread needs more
   // than FUNNELED, and osc/pt2pt rejects MPI_THREAD_MULTIPLE. Every MPI call
-  // therefore happens under lock(). One MpiEnv per process.
+  // therefore happens under lock(). One MpiEnv per process. Installs a
+  // std::terminate handler that prints "rank R (host): uncaught exception:
+  // what" and aborts the job, so even an unhandled exception never hangs it.
   MpiEnv(int& argc, char**& argv, MpiOptions options = {});
   // Finalises MPI; while an exception unwinds through it, aborts the job
   // instead (a collective finalise would wait forever for the other ranks).
@@ -57,6 +60,10 @@ class MpiEnv {
   // "rank 2 (studio-c)": the prefix of every message about a rank.
   std::string where(int rank) const;
   std::string where() const { return where(rank_); }
+  // Ranks sharing this rank's host, and whether they outnumber its cores
+  // (then waiting ranks must yield at once rather than spin).
+  int ranks_on_host() const { return ranks_on_host_; }
+  bool oversubscribed() const { return oversubscribed_; }
 
   // A duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN, for trillion's own use.
   MPI_Comm comm() const { return comm_; }
@@ -95,6 +102,8 @@ class MpiEnv {
 
   int rank_ = 0, size_ = 1;
   std::vector<std::string> hosts_;
+  int ranks_on_host_ = 1;
+  bool oversubscribed_ = false;
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm progress_comm_ = MPI_COMM_NULL;  // never carries a message; Iprobe only
   std::string osc_selection_;

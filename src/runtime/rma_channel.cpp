@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <climits>
 #include <cstring>
 #include <exception>
 
@@ -37,7 +36,8 @@ constexpr size_t kMaxSlotBytes = size_t(1) << 30;
 RmaChannel::RmaChannel(const MpiEnv& env, ChannelConfig config)
     : env_(env), config_(std::move(config)),
       layout_(env.size(), config_.slot_bytes, config_.slots_per_peer),
-      uncaught_at_init_(std::uncaught_exceptions()) {
+      uncaught_at_init_(std::uncaught_exceptions()),
+      spins_(config_.spins >= 0 ? config_.spins : env.oversubscribed() ? 0 : Backoff::kDefaultSpins) {
   const std::string what = "channel '" + config_.name + "'";
   bool valid = config_.slot_bytes >= 1 && config_.slot_bytes <= kMaxSlotBytes &&
                config_.slots_per_peer >= 1 && config_.slots_per_peer <= 65536;
@@ -62,7 +62,9 @@ RmaChannel::RmaChannel(const MpiEnv& env, ChannelConfig config)
     MPI_Info_create(&info);
     MPI_Info_set(info, "same_size", "true");
     MPI_Info_set(info, "same_disp_unit", "true");
-    MPI_Info_set(info, "accumulate_ordering", "none");  // no accumulates are used
+    // Credits are MPI_MAX accumulates: their order does not matter.
+    MPI_Info_set(info, "accumulate_ordering", "none");
+    MPI_Info_set(info, "accumulate_ops", "same_op_no_op");
     void* base = nullptr;
     rc = MPI_Win_allocate(MPI_Aint(bytes), 1, info, env_.comm(), &base, &win_);
     MPI_Info_free(&info);
@@ -76,7 +78,7 @@ RmaChannel::RmaChannel(const MpiEnv& env, ChannelConfig config)
   std::memset(base_, 0, bytes);  // seq 0 = empty slot, credits 0
   peers_.resize(size_t(env_.size()));
   for (auto& p : peers_) {
-    p.header_out.assign(size_t(config_.slots_per_peer), SlotHeader{});
+    p.staging.assign(size_t(config_.slots_per_peer) * staging_stride(), std::byte{0});
     p.seq_out.assign(size_t(config_.slots_per_peer), 0);
   }
   {
@@ -93,6 +95,10 @@ RmaChannel::~RmaChannel() {
   // Freeing is collective: while an exception unwinds on this rank only, the
   // others would wait forever. The job is about to abort; leave the window.
   if (std::uncaught_exceptions() > uncaught_at_init_) return;
+  try {
+    flush();
+  } catch (const std::exception&) {  // the window goes anyway
+  }
   auto guard = env_.lock();
   MPI_Win_unlock_all(win_);
   MPI_Win_free(&win_);
@@ -105,6 +111,11 @@ void RmaChannel::check_peer(int peer, const char* what) const {
 }
 
 void RmaChannel::sync(bool progress) {
+  // Over osc/pt2pt puts land only while we are inside MPI: turn the engine
+  // on every check. Otherwise only now and then (a safety net for
+  // components that need it): with ranks > cores, Open MPI's progress
+  // engine yields the core itself, which doubled hop latency when called on
+  // every check.
   auto guard = env_.lock();
   // Unified memory model (all Open MPI components here), but MPI_Win_sync is
   // the portable way to see remote puts in our own window memory.
@@ -130,10 +141,10 @@ void RmaChannel::wait_for_credit(int dest) {
                 "': send to self would block forever (ring full; receive first)");
   }
   const auto start = Clock::now();
-  Backoff backoff;
+  Backoff backoff(spins_);
   bool reported = false;
   for (;;) {
-    sync(backoff.yielding());
+    sync(backoff.upkeep_due());
     if (free_slots(dest) > 0) break;
     if (backoff.yielding() && !reported) {
       // Idle anyway: tell our senders what we consumed, in case they in turn
@@ -146,41 +157,76 @@ void RmaChannel::wait_for_credit(int dest) {
   stats_.send_wait_seconds += seconds_since(start);
 }
 
-void RmaChannel::put_chunk(int dest, int32_t tag, std::span<const std::byte> data, uint64_t chunk,
-                           uint64_t chunks) {
+void RmaChannel::put_slot(int dest, int32_t tag, std::span<const std::byte> data, uint64_t chunk,
+                          uint64_t chunks) {
   PeerState& p = peers_[size_t(dest)];
   const uint64_t seq = p.next_send_seq++;
   const size_t k = size_t((seq - 1) % uint64_t(config_.slots_per_peer));
   const size_t begin = size_t(chunk) * config_.slot_bytes;
   const size_t n = std::min(config_.slot_bytes, data.size() - std::min(data.size(), begin));
-  SlotHeader& h = p.header_out[k];
-  h = SlotHeader{seq, tag, uint32_t(chunk), chunks, data.size(), n, {}};
+  std::byte* stage = p.staging.data() + k * staging_stride();
+  const SlotHeader h{seq, tag, uint32_t(chunk), chunks, data.size(), n, {}};
+  std::memcpy(stage, &h, sizeof h);
+  const bool inline_payload = n <= kInlineBytes;
+  if (inline_payload && n > 0) std::memcpy(stage + sizeof h, data.data() + begin, n);
   p.seq_out[k] = seq;
   const MPI_Aint at = MPI_Aint(layout_.slot_offset(env_.rank(), seq));
-  const auto* rest = reinterpret_cast<const std::byte*>(&h) + sizeof(uint64_t);
-  constexpr int rest_bytes = int(sizeof(SlotHeader) - sizeof(uint64_t));
+  constexpr size_t skip = sizeof(uint64_t);  // the seq word goes last, by itself
+  const int first_bytes = int(sizeof h - skip + (inline_payload ? n : 0));
 
   auto guard = env_.lock();
-  mpi_check(MPI_Put(rest, rest_bytes, MPI_BYTE, dest, at + MPI_Aint(sizeof(uint64_t)), rest_bytes, MPI_BYTE, win_),
-            "MPI_Put(slot header)");
-  if (n > 0)
-    mpi_check(MPI_Put(data.data() + begin, int(n), MPI_BYTE, dest, at + MPI_Aint(sizeof(SlotHeader)), int(n),
-                      MPI_BYTE, win_),
+  mpi_check(MPI_Put(stage + skip, first_bytes, MPI_BYTE, dest, at + MPI_Aint(skip), first_bytes, MPI_BYTE, win_),
+            "MPI_Put(slot)");
+  if (!inline_payload)
+    mpi_check(MPI_Put(data.data() + begin, int(n), MPI_BYTE, dest, at + MPI_Aint(sizeof h), int(n), MPI_BYTE, win_),
               "MPI_Put(slot payload)");
-  // Header and payload complete at the target before the notification.
-  mpi_check(MPI_Win_flush(dest, win_), "MPI_Win_flush(slot)");
-  mpi_check(MPI_Put(&p.seq_out[k], 1, MPI_UINT64_T, dest, at, 1, MPI_UINT64_T, win_), "MPI_Put(slot seq)");
-  // Local completion is enough: nothing is ordered after the notification
-  // except a reuse of this slot, which waits for the receiver's credit (so
+  pending_.push_back({dest, seq});
+}
+
+void RmaChannel::flush() {
+  if (pending_.empty()) return;
+  const int one = pending_.front().dest;
+  const bool single = std::all_of(pending_.begin(), pending_.end(), [&](const Pending& q) { return q.dest == one; });
+  auto guard = env_.lock();
+  // Headers and payloads complete at their targets before any notification
+  // (one flush_all lets osc/pt2pt wait for all targets' acks at once).
+  mpi_check(single ? MPI_Win_flush(one, win_) : MPI_Win_flush_all(win_), "MPI_Win_flush(slots)");
+  for (const Pending& q : pending_) {
+    PeerState& p = peers_[size_t(q.dest)];
+    const size_t k = size_t((q.seq - 1) % uint64_t(config_.slots_per_peer));
+    mpi_check(MPI_Put(&p.seq_out[k], 1, MPI_UINT64_T, q.dest, MPI_Aint(layout_.slot_offset(env_.rank(), q.seq)), 1,
+                      MPI_UINT64_T, win_),
+              "MPI_Put(slot seq)");
+  }
+  // Local completion is enough: nothing is ordered after a notification
+  // except a reuse of its slot, which waits for the receiver's credit (so
   // the receiver has seen it). The next flush to dest completes it anyway.
-  mpi_check(MPI_Win_flush_local(dest, win_), "MPI_Win_flush_local(slot seq)");
+  mpi_check(single ? MPI_Win_flush_local(one, win_) : MPI_Win_flush_local_all(win_),
+            "MPI_Win_flush_local(slot seqs)");
+  pending_.clear();
 }
 
 void RmaChannel::send_chunks(int dest, int32_t tag, std::span<const std::byte> data) {
+  flush();  // earlier posts first
   const uint64_t chunks = layout_.chunks(data.size());
   for (uint64_t c = 0; c < chunks; ++c) {
     wait_for_credit(dest);
-    put_chunk(dest, tag, data, c, chunks);
+    put_slot(dest, tag, data, c, chunks);
+    flush();  // notify chunk by chunk: the receiver copies one while the next travels
+  }
+  stats_.messages_sent += 1;
+  stats_.bytes_sent += data.size();
+}
+
+void RmaChannel::post(int dest, int32_t tag, std::span<const std::byte> data) {
+  check_peer(dest, "send to");
+  const uint64_t chunks = layout_.chunks(data.size());
+  for (uint64_t c = 0; c < chunks; ++c) {
+    if (free_slots(dest) == 0) {
+      flush();  // the receiver can only free slots it has been told about
+      wait_for_credit(dest);
+    }
+    put_slot(dest, tag, data, c, chunks);
   }
   stats_.messages_sent += 1;
   stats_.bytes_sent += data.size();
@@ -203,7 +249,7 @@ bool RmaChannel::try_send(int dest, int32_t tag, std::span<const std::byte> data
   check_peer(dest, "send to");
   const uint64_t chunks = layout_.chunks(data.size());
   if (free_slots(dest) < chunks) {
-    sync(true);
+    sync(false);
     if (dest == env_.rank()) report_credits(dest);
     if (free_slots(dest) < chunks) return false;
   }
@@ -228,11 +274,11 @@ const SlotHeader& RmaChannel::wait_slot(int src) {
   sync(false);
   if (const SlotHeader* h = arrived(src)) return *h;
   const auto start = Clock::now();
-  Backoff backoff;
+  Backoff backoff(spins_);
   bool reported = false;
   for (;;) {
     backoff.pause();
-    sync(backoff.yielding());
+    sync(backoff.upkeep_due());
     if (const SlotHeader* h = arrived(src)) {
       stats_.recv_wait_seconds += seconds_since(start);
       return *h;
@@ -250,12 +296,13 @@ void RmaChannel::report_credits(int src) {
   if (consumed == p.credits_reported) return;
   p.credit_out = consumed;
   auto guard = env_.lock();
-  mpi_check(MPI_Put(&p.credit_out, 1, MPI_UINT64_T, src, MPI_Aint(layout_.credit_offset(env_.rank())), 1,
-                    MPI_UINT64_T, win_),
-            "MPI_Put(credit)");
-  // Remote completion: puts to one location are not ordered, so an older
-  // (smaller) count must never land after a newer one.
-  mpi_check(MPI_Win_flush(src, win_), "MPI_Win_flush(credit)");
+  // MPI_MAX, not a put: puts to one location are unordered, so an older
+  // (smaller) count could land after a newer one and lose credits; MAX makes
+  // arrival order irrelevant, so local completion suffices (no round trip).
+  mpi_check(MPI_Accumulate(&p.credit_out, 1, MPI_UINT64_T, src, MPI_Aint(layout_.credit_offset(env_.rank())), 1,
+                           MPI_UINT64_T, MPI_MAX, win_),
+            "MPI_Accumulate(credit)");
+  mpi_check(MPI_Win_flush_local(src, win_), "MPI_Win_flush_local(credit)");
   p.credits_reported = consumed;
 }
 
@@ -266,9 +313,9 @@ void RmaChannel::report_all_credits() {
 void RmaChannel::release_slot(int src) {
   PeerState& p = peers_[size_t(src)];
   ++p.next_recv_seq;
-  // Batch credits: one put per half ring. Deadlock-free because a blocked
-  // sender has a full ring here; once we drained it, consumed - reported is
-  // the whole ring >= the threshold.
+  // Batch credits: one accumulate per half ring (and whenever we go idle).
+  // Deadlock-free because a blocked sender has a full ring here; once we
+  // drained it, consumed - reported is the whole ring >= the threshold.
   const uint64_t threshold = uint64_t(std::max(1, config_.slots_per_peer / 2));
   if (p.next_recv_seq - 1 - p.credits_reported >= threshold) report_credits(src);
 }
@@ -305,7 +352,7 @@ MessageInfo RmaChannel::consume(int src, const SlotHeader& first, const ChunkFn&
 
 std::optional<MessageInfo> RmaChannel::probe(int src) {
   check_peer(src, "probe");
-  sync(true);
+  sync(false);
   if (const SlotHeader* h = arrived(src)) return info_of(src, *h);
   return std::nullopt;
 }
@@ -323,7 +370,7 @@ MessageInfo RmaChannel::recv_into(int src, std::span<std::byte> out) {
                 std::to_string(first.message_bytes) + " bytes from rank " + std::to_string(src) +
                 " does not fit a " + std::to_string(out.size()) + "-byte buffer");
   return consume(src, first, [&](const MessageInfo&, size_t offset, std::span<const std::byte> chunk) {
-    std::memcpy(out.data() + offset, chunk.data(), chunk.size());
+    if (!chunk.empty()) std::memcpy(out.data() + offset, chunk.data(), chunk.size());
   });
 }
 
@@ -333,7 +380,7 @@ Message RmaChannel::recv(int src) {
   Message m;
   m.data.resize(size_t(first.message_bytes));
   const MessageInfo info = consume(src, first, [&](const MessageInfo&, size_t offset, std::span<const std::byte> c) {
-    std::memcpy(m.data.data() + offset, c.data(), c.size());
+    if (!c.empty()) std::memcpy(m.data.data() + offset, c.data(), c.size());
   });
   m.src = info.src;
   m.tag = info.tag;
@@ -348,10 +395,10 @@ std::optional<Message> RmaChannel::try_recv(int src) {
 Message RmaChannel::recv_any() {
   const int n = env_.size();
   const auto start = Clock::now();
-  Backoff backoff;
+  Backoff backoff(spins_);
   bool waited = false, reported = false;
   for (;;) {
-    sync(backoff.yielding());
+    sync(backoff.upkeep_due());
     for (int i = 0; i < n; ++i) {
       const int src = (next_any_ + i) % n;
       if (arrived(src)) {

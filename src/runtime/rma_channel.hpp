@@ -19,6 +19,7 @@
 // Threads: one thread uses a channel at a time (not thread-safe); MPI calls
 // take MpiEnv::lock(), so a progress thread may run beside it.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -38,6 +39,9 @@ struct ChannelConfig {
   size_t slot_bytes = size_t(1) << 20;  // payload per slot; larger messages are chunked
   int slots_per_peer = 4;               // ring depth: messages/chunks in flight per pair
   std::string name = "channel";         // for error messages
+  // Checks spun before a waiting rank yields its core; -1 = automatic: 0
+  // when this host runs more ranks than it has cores, else Backoff's default.
+  int spins = -1;
 };
 
 struct MessageInfo {
@@ -76,13 +80,27 @@ class RmaChannel {
   int size() const { return env_.size(); }
   const ChannelConfig& config() const { return config_; }
   const ChannelStats& stats() const { return stats_; }
+  // Checks a waiting rank spins before yielding (see ChannelConfig::spins);
+  // pass it to a Backoff in loops that poll try_send/try_recv.
+  int spins() const { return spins_; }
 
   // Sends `data` to `dest` (which may be this rank). Puts straight from
   // `data` (no staging copy); returns when `data` may be reused and the
   // message is visible at dest. Blocks while dest's ring for us is full.
   void send(int dest, int32_t tag, std::span<const std::byte> data);
   // Sends only if every chunk has a free slot now; never blocks for credits.
+  // (try_* calls never wait or yield: a loop polling them should call
+  // sched_yield() when a round made no progress, see docs/RMA.md.)
   bool try_send(int dest, int32_t tag, std::span<const std::byte> data);
+
+  // Batched sending, for one message to each of several ranks (an expert
+  // dispatch): post() puts a message's slots without notifying; flush()
+  // completes all posted slots with one flush and then notifies them, so N
+  // destinations cost one round trip instead of N over TCP. `data` must stay
+  // valid and unchanged until flush(). post() blocks (after flushing what
+  // is posted) only while dest's ring is full. send() flushes first.
+  void post(int dest, int32_t tag, std::span<const std::byte> data);
+  void flush();
 
   // The next message from src, if its first chunk has arrived (not consumed).
   std::optional<MessageInfo> probe(int src);
@@ -109,9 +127,15 @@ class RmaChannel {
     uint64_t next_recv_seq = 1;   // seq of the next slot we expect from this peer
     uint64_t credits_reported = 0;  // slots consumed that this peer has been told of
     uint64_t credit_out = 0;        // origin buffer of the credit put (must outlive it)
-    std::vector<SlotHeader> header_out;  // origin buffers of header puts, per slot
+    // Origin buffers of slot puts, one per slot: the header, then (for
+    // payloads up to kInlineBytes) a copy of the payload, so a small message
+    // is one put instead of two.
+    std::vector<std::byte> staging;
     std::vector<uint64_t> seq_out;       // origin buffers of seq puts, per slot
   };
+
+  static constexpr size_t kInlineBytes = 4096;
+  size_t staging_stride() const { return sizeof(SlotHeader) + std::min(config_.slot_bytes, kInlineBytes); }
 
   void check_peer(int peer, const char* what) const;
   std::byte* local(size_t offset) const { return base_ + offset; }
@@ -120,7 +144,9 @@ class RmaChannel {
   uint64_t credits_from(int dest) const;  // slots of ours dest has consumed
   uint64_t free_slots(int dest) const;
   void wait_for_credit(int dest);
-  void put_chunk(int dest, int32_t tag, std::span<const std::byte> data, uint64_t chunk, uint64_t chunks);
+  // Puts one chunk's header and payload into dest's next slot; the
+  // notification waits in pending_ for flush().
+  void put_slot(int dest, int32_t tag, std::span<const std::byte> data, uint64_t chunk, uint64_t chunks);
   void send_chunks(int dest, int32_t tag, std::span<const std::byte> data);
 
   const SlotHeader* arrived(int src) const;  // next slot from src, if its seq is there
@@ -137,9 +163,15 @@ class RmaChannel {
   MPI_Win win_ = MPI_WIN_NULL;
   std::byte* base_ = nullptr;
   std::vector<PeerState> peers_;
+  struct Pending {
+    int dest;
+    uint64_t seq;
+  };
+  std::vector<Pending> pending_;  // slots put but not yet notified
   int next_any_ = 0;  // recv_any's round-robin start
   ChannelStats stats_;
   int uncaught_at_init_ = 0;
+  int spins_ = 0;
 };
 
 }  // namespace trillion

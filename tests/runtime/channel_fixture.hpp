@@ -33,7 +33,7 @@ inline void fill_pattern(std::span<std::byte> out, uint64_t seed) {
     std::memcpy(out.data() + i, &w, 8);
   }
   uint64_t w = mix(seed + i);
-  std::memcpy(out.data() + i, &w, out.size() - i);
+  if (i < out.size()) std::memcpy(out.data() + i, &w, out.size() - i);
 }
 
 inline std::vector<std::byte> pattern(size_t n, uint64_t seed) {
@@ -49,7 +49,7 @@ inline bool has_pattern(std::span<const std::byte> in, uint64_t seed) {
     if (std::memcmp(in.data() + i, &w, 8) != 0) return false;
   }
   uint64_t w = mix(seed + i);
-  return std::memcmp(in.data() + i, &w, in.size() - i) == 0;
+  return i == in.size() || std::memcmp(in.data() + i, &w, in.size() - i) == 0;
 }
 
 }  // namespace trillion::test
