@@ -72,7 +72,15 @@ void Transformer::embed(const int32_t* tokens, int64_t n, float* x) const {
 void Transformer::forward(const Batch& batch, float* x, KvCache& cache) {
   check_rows(batch, cache);
   const int64_t n = batch.size(), d = cfg_.hidden_size, half = cfg_.qk_rope_head_dim / 2;
-  if (n == 0) return;
+  if (n == 0) {
+    // No rows here, but the backend still sees every MoE layer once: an
+    // expert-parallel backend exchanges with the other ranks at each layer,
+    // and they must not wait for a rank that has no tokens this step.
+    for (const LayerWeights& layer : weights_->layers)
+      if (layer.is_moe)
+        experts_->run(ExpertRequest{layer.layer, 0, cfg_.num_experts_per_tok, d, nullptr, nullptr, nullptr});
+    return;
+  }
   dump_->next_step();
   std::vector<float> cos(size_t(n * half)), sin(size_t(n * half));  // [n, rope/2]
   for (int64_t t = 0; t < n; ++t) rope_->tables(batch.rows[size_t(t)].pos, &cos[size_t(t * half)], &sin[size_t(t * half)]);

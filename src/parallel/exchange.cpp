@@ -24,7 +24,7 @@ std::vector<std::vector<std::byte>> all_to_all(RmaChannel& ch, int32_t tag,
   send_done[size_t(self)] = recv_done[size_t(self)] = true;
   int pending = 2 * (n - 1);
   std::vector<std::byte> piece;
-  Backoff backoff;
+  Backoff backoff(ch.spins());
   while (pending > 0) {
     bool progress = false;
     for (int d = 0; d < n; ++d) {

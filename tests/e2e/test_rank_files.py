@@ -98,7 +98,8 @@ print(f"failing job ended in {time.time() - t0:.1f} s")
 
 # A rank killed mid-run: mpirun ends the job instead of hanging.
 long_prompts = os.path.join(case, "long.jsonl")
-write_jsonl(long_prompts, [{"id": f"l{i}", "prompt_token_ids": [5, 6, 7], "max_tokens": 400} for i in range(64)])
+write_jsonl(long_prompts, [{"id": f"l{i}", "prompt_token_ids": [5, 6, 7 + i % 100], "max_tokens": 500}
+                           for i in range(400)])
 cmd = [str(c) for c in [*mpi, "-n", 2, T, "generate", "--model", model4, "--prompts", long_prompts, "--output",
                         os.path.join(case, "killed.jsonl"), "--max-len", 512, "--threads", 1]]
 proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -112,8 +113,11 @@ for _ in range(200):
         break
 f.check(victim_pid is not None, "found the rank processes")
 if victim_pid:
-    time.sleep(1.0)
-    os.kill(victim_pid, signal.SIGKILL)
+    time.sleep(0.5)
+    try:
+        os.kill(victim_pid, signal.SIGKILL)
+    except ProcessLookupError:
+        f.check(False, "the long job ended before a rank could be killed")
     try:
         _, err = proc.communicate(timeout=120)
         f.check(proc.returncode != 0, f"killed rank: job exit code {proc.returncode}")
