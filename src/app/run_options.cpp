@@ -45,7 +45,7 @@ void add_run_options(po::options_description& desc, RunOptions& o) {
       ("parallel", po::value(&o.parallel)->default_value("pipeline"), "pipeline | expert (with several ranks)")
       ("stages", po::value(&o.stages), "pipeline layer ranges per rank, e.g. 0-14,15-30 (default: balanced by bytes)")
       ("micro-batches", po::value(&o.micro_batches)->default_value(0),
-       "pipeline steps in flight (0: 2 per stage)")
+       "pipeline steps in flight (0: one per stage)")
       ("metrics", po::value(&o.metrics_path), "write run metrics (JSON) to this file")
       ("no-verify", po::bool_switch()->notifier([&o](bool v) { o.verify = !v; }),
        "skip checksum verification of the weights");

@@ -33,7 +33,7 @@ struct RunOptions {
   bool verify = true;
   std::string parallel = "pipeline";
   std::string stages;       // --stages override
-  int micro_batches = 0;    // 0: 2 per pipeline stage
+  int micro_batches = 0;    // 0: one per pipeline stage
   std::string metrics_path; // --metrics FILE.json
 };
 

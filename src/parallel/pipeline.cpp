@@ -85,7 +85,7 @@ RankMetrics PipelineStage::metrics() const {
 PipelineRunner::PipelineRunner(RmaChannel& ch, const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
                                const Layout& layout, const RunShape& shape)
     : PipelineStage(ch, cfg, source, pool, layout, shape),
-      micro_batches_(shape.micro_batches > 0 ? shape.micro_batches : 2 * ch.size()) {
+      micro_batches_(shape.micro_batches > 0 ? shape.micro_batches : ch.size()) {
   if (ch.rank() != 0) throw Error("PipelineRunner runs on rank 0");
 }
 

@@ -25,7 +25,7 @@ namespace trillion {
 struct RunShape {
   int32_t slots = 8;       // sequence slots
   int32_t max_len = 4096;  // positions per slot
-  int micro_batches = 0;   // steps in flight (pipeline); 0: 2 per stage
+  int micro_batches = 0;   // steps in flight (pipeline); 0: one per stage
 };
 
 // One rank's part of the pipeline: its stage's layers and KV cache.

@@ -1,0 +1,146 @@
+// bench_memory: this machine's limits for the roofline — read bandwidth of a
+// STREAM-like sum over a large array (1 thread and all threads) and peak FP32
+// FMA throughput. Other benchmarks print their figures as ratios to these.
+//   bench_memory [--mib 1024] [--json]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define TRILLION_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define TRILLION_TARGET_AVX2
+#endif
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// Sum of floats with 4 independent vector accumulators (enough loads in flight).
+#if defined(__x86_64__)
+TRILLION_TARGET_AVX2 float sum_avx2(const float* p, size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+  }
+  __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  float t = 0;
+  for (float v : out) t += v;
+  for (; i < n; ++i) t += p[i];
+  return t;
+}
+
+// Independent FMA chains: 2 ports x 4-cycle latency needs >= 8 in flight.
+TRILLION_TARGET_AVX2 float fma_peak(long iters) {
+  __m256 a[10];
+  for (int k = 0; k < 10; ++k) a[k] = _mm256_set1_ps(1.0f + float(k) * 1e-3f);
+  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+  for (long i = 0; i < iters; ++i)
+    for (int k = 0; k < 10; ++k) a[k] = _mm256_fmadd_ps(a[k], m, c);
+  __m256 s = a[0];
+  for (int k = 1; k < 10; ++k) s = _mm256_add_ps(s, a[k]);
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  return out[0];
+}
+constexpr double kFlopsPerIter = 10 * 8 * 2;
+#else
+float sum_avx2(const float* p, size_t n) {
+  float a[8] = {};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) a[k] += p[i + size_t(k)];
+  float t = 0;
+  for (float v : a) t += v;
+  for (; i < n; ++i) t += p[i];
+  return t;
+}
+float fma_peak(long iters) {
+  float a[32];
+  for (int k = 0; k < 32; ++k) a[k] = 1.0f + float(k) * 1e-3f;
+  for (long i = 0; i < iters; ++i)
+    for (int k = 0; k < 32; ++k) a[k] = a[k] * 0.999999f + 1e-7f;
+  float s = 0;
+  for (float v : a) s += v;
+  return s;
+}
+constexpr double kFlopsPerIter = 32 * 2;
+#endif
+
+volatile float g_sink;
+
+double read_gbps(const std::vector<float*>& parts, size_t per_thread, int reps) {
+  double best = 0;
+  for (int r = 0; r < reps; ++r) {
+    std::vector<std::thread> ts;
+    auto t0 = clock_type::now();
+    for (size_t t = 0; t < parts.size(); ++t)
+      ts.emplace_back([&, t] { g_sink = sum_avx2(parts[t], per_thread); });
+    for (auto& th : ts) th.join();
+    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+    best = std::max(best, double(parts.size() * per_thread * sizeof(float)) / s / 1e9);
+  }
+  return best;
+}
+
+double fma_gflops(int threads) {
+  const long iters = 20'000'000;
+  double best = 0;
+  for (int r = 0; r < 3; ++r) {
+    std::vector<std::thread> ts;
+    auto t0 = clock_type::now();
+    for (int t = 0; t < threads; ++t) ts.emplace_back([&] { g_sink = fma_peak(iters); });
+    for (auto& th : ts) th.join();
+    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+    best = std::max(best, double(threads) * double(iters) * kFlopsPerIter / s / 1e9);
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t mib = 1024;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--mib") && i + 1 < argc) mib = size_t(std::stoul(argv[++i]));
+    else if (!std::strcmp(argv[i], "--json")) json = true;
+    else {
+      std::fprintf(stderr, "usage: bench_memory [--mib N] [--json]\n");
+      return 2;
+    }
+  }
+  const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  const size_t n = mib * (1 << 20) / sizeof(float);
+  const size_t per = n / size_t(threads) / 32 * 32;
+  std::vector<float*> parts;
+  for (int t = 0; t < threads; ++t) {
+    float* p = static_cast<float*>(std::aligned_alloc(64, per * sizeof(float)));
+    for (size_t i = 0; i < per; ++i) p[i] = float(i & 7);  // touch every page
+    parts.push_back(p);
+  }
+  std::vector<float*> one{parts[0]};
+  const double r1 = read_gbps(one, per, 5);
+  const double rn = read_gbps(parts, per, 5);
+  const double f1 = fma_gflops(1), fn = fma_gflops(threads);
+  for (float* p : parts) std::free(p);
+  if (json) {
+    std::printf("{\"threads\": %d, \"read_gbps_1\": %.2f, \"read_gbps_all\": %.2f, \"fma_gflops_1\": %.1f, "
+                "\"fma_gflops_all\": %.1f}\n", threads, r1, rn, f1, fn);
+  } else {
+    std::printf("memory read bandwidth: %.1f GB/s (1 thread), %.1f GB/s (%d threads)\n", r1, rn, threads);
+    std::printf("FP32 FMA peak:         %.1f GFLOP/s (1 thread), %.1f GFLOP/s (%d threads)\n", f1, fn, threads);
+  }
+  return 0;
+}
