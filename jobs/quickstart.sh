@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
-RANKS=${RANKS:-1}
+RANKS=${RANKS:-2}
 WORK=${WORK:-work/quickstart}
 
 bash tools/install-deps.sh
