@@ -24,18 +24,8 @@ int generate_on_rank0(Cluster& cluster, const RunOptions& ro, const std::string&
   reject_duplicate_ids(parsed);
 
   JsonlWriter out(output, /*append=*/false);
-  std::vector<const GenerateRequest*> runnable;
   int64_t errors = 0;
-  for (const auto& p : parsed) {
-    if (const auto* e = std::get_if<RequestError>(&p)) {
-      std::fprintf(stderr, "trillion generate: %s line %lld: %s\n", prompts.c_str(), (long long)e->line,
-                   e->message.c_str());
-      out.write(error_record(*e));
-      ++errors;
-    } else {
-      runnable.push_back(&std::get<GenerateRequest>(p));
-    }
-  }
+  const std::vector<const GenerateRequest*> runnable = runnable_requests(parsed, out, "trillion generate", prompts, &errors);
 
   Generator gen(runner, cluster.config(), GeneratorOptions{ro.step_tokens});
   size_t done = 0;

@@ -32,17 +32,7 @@ int score_on_rank0(Cluster& cluster, const RunOptions& ro, const std::string& in
 
   JsonlWriter out(output, /*append=*/false);
   int64_t errors = 0;
-  std::vector<const ScoreRequest*> runnable;
-  for (const auto& p : requests) {
-    if (const auto* e = std::get_if<RequestError>(&p)) {
-      std::fprintf(stderr, "trillion score: %s line %lld: %s\n", input.c_str(), (long long)e->line,
-                   e->message.c_str());
-      out.write(error_record(*e));
-      ++errors;
-    } else {
-      runnable.push_back(&std::get<ScoreRequest>(p));
-    }
-  }
+  const std::vector<const ScoreRequest*> runnable = runnable_requests(requests, out, "trillion score", input, &errors);
   Scorer scorer(runner, ScorerOptions{ro.step_tokens, logits_dir});
   const auto t0 = std::chrono::steady_clock::now();
   scorer.run(runnable, [&](const ScoreResult& res) {

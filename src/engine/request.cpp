@@ -1,5 +1,6 @@
 #include "engine/request.hpp"
 
+#include <cstdio>
 #include <unordered_set>
 
 namespace trillion {
@@ -104,6 +105,28 @@ void reject_duplicate_ids(std::vector<Parsed<R>>& requests) {
 }
 template void reject_duplicate_ids(std::vector<Parsed<ScoreRequest>>&);
 template void reject_duplicate_ids(std::vector<Parsed<GenerateRequest>>&);
+
+template <class R>
+std::vector<const R*> runnable_requests(const std::vector<Parsed<R>>& parsed, JsonlWriter& out,
+                                        const std::string& command, const std::string& file, int64_t* errors) {
+  std::vector<const R*> runnable;
+  for (const auto& p : parsed) {
+    if (const auto* e = std::get_if<RequestError>(&p)) {
+      std::fprintf(stderr, "%s: %s line %lld: %s\n", command.c_str(), file.c_str(), (long long)e->line,
+                   e->message.c_str());
+      out.write(error_record(*e));
+      ++*errors;
+    } else {
+      runnable.push_back(&std::get<R>(p));
+    }
+  }
+  return runnable;
+}
+template std::vector<const ScoreRequest*> runnable_requests(const std::vector<Parsed<ScoreRequest>>&, JsonlWriter&,
+                                                            const std::string&, const std::string&, int64_t*);
+template std::vector<const GenerateRequest*> runnable_requests(const std::vector<Parsed<GenerateRequest>>&,
+                                                               JsonlWriter&, const std::string&, const std::string&,
+                                                               int64_t*);
 
 nlohmann::json error_record(const RequestError& e) {
   nlohmann::json rec;

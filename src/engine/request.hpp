@@ -47,4 +47,10 @@ void reject_duplicate_ids(std::vector<Parsed<R>>& requests);
 // The result record for a bad line.
 nlohmann::json error_record(const RequestError& e);
 
+// The good requests, in file order; each bad line is reported on stderr as
+// "<command>: <file> line N: message" and written to `out` as an error record.
+template <class R>
+std::vector<const R*> runnable_requests(const std::vector<Parsed<R>>& parsed, JsonlWriter& out,
+                                        const std::string& command, const std::string& file, int64_t* errors);
+
 }  // namespace trillion

@@ -70,15 +70,7 @@ RankMetrics PipelineStage::metrics() const {
   m.rank = ch_.rank();
   m.role = "stage " + std::to_string(ch_.rank()) + ": layers " + std::to_string(range_.begin) + "-" +
            std::to_string(range_.end - 1) + (range_.has_embed ? " + embed" : "") + (range_.has_head ? " + head" : "");
-  m.busy_seconds = busy_;
-  m.wait_seconds = wait_;
-  const ChannelStats& st = ch_.stats();
-  m.bytes_sent = st.bytes_sent;
-  m.messages_sent = st.messages_sent;
-  m.bytes_received = st.bytes_received;
-  m.messages_received = st.messages_received;
-  m.kv_cache_bytes = cache_.bytes();
-  m.peak_rss_bytes = peak_rss_bytes();
+  fill_run_metrics(m, ch_.stats(), busy_, wait_, cache_.bytes());
   return m;
 }
 

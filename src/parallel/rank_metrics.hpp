@@ -21,4 +21,10 @@ struct RankMetrics {
 
 int64_t peak_rss_bytes();  // of this process
 
+struct ChannelStats;  // runtime/rma_channel.hpp
+
+// Fills the timing, traffic and memory fields common to every rank's role.
+void fill_run_metrics(RankMetrics& m, const ChannelStats& traffic, double busy_seconds, double wait_seconds,
+                      int64_t kv_cache_bytes);
+
 }  // namespace trillion
