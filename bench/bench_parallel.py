@@ -53,7 +53,7 @@ if not os.path.exists(os.path.join(hf, "config.json")):
 if not os.path.exists(os.path.join(model, "manifest.json")):
     shutil.rmtree(model, ignore_errors=True)
     sh([trillion, "convert", "--input", hf, "--output", model])
-limits = json.loads(sh([os.path.join(args.build, "bench_memory"), "--json", "--mib", 1024]))
+limits = json.loads(sh([os.path.join(args.build, "bench", "bench_memory"), "--json", "--mib", 1024]))
 print(f"machine: read {limits['read_gbps_1']:.1f} GB/s (1 thread), {limits['read_gbps_all']:.1f} GB/s "
       f"({limits['threads']} threads); FMA {limits['fma_gflops_1']:.0f} / {limits['fma_gflops_all']:.0f} GFLOP/s")
 vocab = json.load(open(os.path.join(model, "config.json")))["vocab_size"]
@@ -71,7 +71,8 @@ def prompts(batch):
 def run(ranks, mode, batch, threads=1):
     out = os.path.join(work, f"out-{ranks}-{mode}-{batch}.jsonl")
     metrics = out + ".metrics.json"
-    cmd = [args.mpirun, "-n", ranks, "--bind-to", "none", *args.mpi_args.split(), trillion, "generate",
+    # Default binding (one core per rank) fits ranks x 1 thread on this box.
+    cmd = [args.mpirun, "-n", ranks, *args.mpi_args.split(), trillion, "generate",
            "--model", model, "--prompts", prompts(batch), "--output", out, "--metrics", metrics,
            "--parallel", mode, "--threads", threads, "--max-batch", batch, "--max-len", 256, "--no-verify"]
     sh(cmd)

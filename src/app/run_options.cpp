@@ -171,7 +171,9 @@ RankMetrics Cluster::my_metrics() const {
   else if (parts_->erunner) m = parts_->erunner->metrics();
   else if (parts_->erank) m = parts_->erank->metrics();
   else {
-    m.role = "all layers";
+    m.role = "all layers (one rank)";
+    m.busy_seconds = static_cast<const LocalRunner&>(*local_).busy_seconds();
+    m.kv_cache_bytes = static_cast<const LocalRunner&>(*local_).kv_cache_bytes();
     m.peak_rss_bytes = peak_rss_bytes();
   }
   m.rank = rank();

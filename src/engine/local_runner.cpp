@@ -1,5 +1,6 @@
 #include "engine/local_runner.hpp"
 
+#include <chrono>
 #include <cstring>
 
 #include "engine/greedy.hpp"
@@ -38,6 +39,7 @@ LocalRunner::LocalRunner(const ModelConfig& cfg, TensorSource& source, ThreadPoo
       cache_(cfg, whole_model(cfg), slots, max_len) {}
 
 void LocalRunner::submit(uint64_t ticket, const StepInput& in) {
+  const auto t0 = std::chrono::steady_clock::now();
   const int64_t n = in.batch.size(), d = cfg_.hidden_size;
   x_.resize(size_t(n * d));
   model_.embed(in.tokens.data(), n, x_.data());
@@ -45,6 +47,7 @@ void LocalRunner::submit(uint64_t ticket, const StepInput& in) {
   StepOutput out = finish_step(model_, x_.data(), in);
   out.ticket = ticket;
   done_.push_back(std::move(out));
+  busy_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 StepOutput LocalRunner::next() {

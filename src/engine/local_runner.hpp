@@ -19,6 +19,8 @@ class LocalRunner : public StepRunner {
   int32_t max_len() const override { return cache_.max_len(); }
   void submit(uint64_t ticket, const StepInput& in) override;
   StepOutput next() override;
+  double busy_seconds() const { return busy_; }
+  int64_t kv_cache_bytes() const { return cache_.bytes(); }
 
  private:
   const ModelConfig& cfg_;
@@ -26,6 +28,7 @@ class LocalRunner : public StepRunner {
   KvCache cache_;
   std::vector<float> x_;     // [n, hidden] activations of the step
   std::deque<StepOutput> done_;
+  double busy_ = 0;  // seconds computing steps
 };
 
 // The head of a step on the last stage: logits of the requested rows of
