@@ -74,7 +74,8 @@ def run(ranks, mode, batch, threads=1):
     # Default binding (one core per rank) fits ranks x 1 thread on this box.
     cmd = [args.mpirun, "-n", ranks, *args.mpi_args.split(), trillion, "generate",
            "--model", model, "--prompts", prompts(batch), "--output", out, "--metrics", metrics,
-           "--parallel", mode, "--threads", threads, "--max-batch", batch, "--max-len", 256, "--no-verify"]
+           "--parallel", mode, "--threads", threads, "--max-batch", batch, "--max-len", 256, "--no-verify",
+           "--restart"]
     sh(cmd)
     m = json.load(open(metrics))
     gen = m["tokens"]["generated"]

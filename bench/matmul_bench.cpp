@@ -87,17 +87,22 @@ int main(int argc, char** argv) {
   ThreadPool pool(threads);
   std::printf("matmul %lld x %lld, %d thread(s), path %s\n", (long long)rows, (long long)cols, pool.size(),
               to_string(kernel_isa()));
-  std::printf("%-9s %12s %12s %14s %14s\n", "format", "n=1 GB/s", "n=1 Gw/s", "n=8 GFLOP/s", "n=32 GFLOP/s");
+  // GB/s: weight bytes per call / call time (each call streams the weights once).
+  std::printf("%-9s %9s %9s %9s %12s %9s %12s %13s\n", "format", "n=1 GB/s", "n=1 Gw/s", "n=4 GB/s",
+              "n=4 GFLOP/s", "n=8 GB/s", "n=8 GFLOP/s", "n=32 GFLOP/s");
   for (MatFormat f : {MatFormat::F32, MatFormat::BF16, MatFormat::FP8_B128, MatFormat::INT4_G32}) {
     Owned o = make(f, rows, cols);
     std::vector<float> x(size_t(32 * cols), 0.01f), y(size_t(32 * rows));
     const double t1 = seconds_per_call(o.m, x, 1, y, pool);
+    const double t4 = seconds_per_call(o.m, x, 4, y, pool);
     const double t8 = seconds_per_call(o.m, x, 8, y, pool);
     const double t32 = seconds_per_call(o.m, x, 32, y, pool);
     const double flop = 2.0 * double(rows) * double(cols);
     const char* name = f == MatFormat::F32 ? "F32" : f == MatFormat::BF16 ? "BF16" : f == MatFormat::FP8_B128 ? "FP8_B128" : "INT4_G32";
-    std::printf("%-9s %12.1f %12.2f %14.1f %14.1f\n", name, double(qmatrix_bytes(o.m)) / t1 / 1e9,
-                double(rows * cols) / t1 / 1e9, 8 * flop / t8 / 1e9, 32 * flop / t32 / 1e9);
+    const double bytes = double(qmatrix_bytes(o.m));
+    std::printf("%-9s %9.1f %9.2f %9.1f %12.1f %9.1f %12.1f %13.1f\n", name, bytes / t1 / 1e9,
+                double(rows * cols) / t1 / 1e9, bytes / t4 / 1e9, 4 * flop / t4 / 1e9, bytes / t8 / 1e9,
+                8 * flop / t8 / 1e9, 32 * flop / t32 / 1e9);
   }
   return 0;
 }

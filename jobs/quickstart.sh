@@ -30,6 +30,6 @@ cat > "$WORK/prompts.jsonl" <<'JSONL'
 JSONL
 
 mpirun --oversubscribe -np "$RANKS" build/trillion generate \
-  --model "$WORK/model" --prompts "$WORK/prompts.jsonl" --output "$WORK/results.jsonl"
+  --model "$WORK/model" --prompts "$WORK/prompts.jsonl" --output "$WORK/results.jsonl" --restart
 echo "--- $WORK/results.jsonl"
 cat "$WORK/results.jsonl"

@@ -11,5 +11,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libopenmpi-dev openmpi-bin libhdf5-openmpi-dev \
   libboost-program-options-dev libboost-test-dev \
   nlohmann-json3-dev libpcre2-dev \
-  python3 python3-numpy python3-h5py python3-jinja2 >/dev/null
+  python3 python3-numpy python3-h5py python3-jinja2 \
+  g++-aarch64-linux-gnu qemu-user >/dev/null
 echo "trillion: dependencies installed"

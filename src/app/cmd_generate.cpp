@@ -1,14 +1,19 @@
 // trillion generate --model DIR --prompts REQ.jsonl --output RES.jsonl
 #include <chrono>
+#include <ctime>
+#include <filesystem>
 #include <cstdio>
 #include <variant>
 
 #include "app/commands.hpp"
-#include "app/run_options.hpp"
+#include "app/cluster.hpp"
+#include "app/prompt_codec.hpp"
 #include "common/error.hpp"
 #include "engine/generator.hpp"
 #include "engine/jsonl.hpp"
 #include "engine/request.hpp"
+#include "engine/result_format.hpp"
+#include "engine/run_progress.hpp"
 
 namespace po = boost::program_options;
 
@@ -16,36 +21,47 @@ namespace trillion::app {
 
 namespace {
 
-int generate_on_rank0(Cluster& cluster, const RunOptions& ro, const std::string& prompts, const std::string& output) {
+int generate_on_rank0(Cluster& cluster, const RunOptions& ro, const std::string& prompts, const std::string& output,
+                      bool restart, bool strict) {
   StepRunner& runner = cluster.runner();
   const auto lines = read_jsonl_lines(prompts);
   std::vector<Parsed<GenerateRequest>> parsed;
   for (const auto& l : lines) parsed.push_back(parse_generate_request(l, runner.vocab_size(), runner.max_len()));
+  settle_error_forms(parsed);
+  // Text and messages prompts go through the model directory's tokenizer and chat template.
+  const TextSupport text = load_text_support(ro.model_dir);
+  if (!text.note.empty()) std::fprintf(stderr, "trillion generate: %s\n", text.note.c_str());
+  tokenize_prompts(parsed, &text.codec, runner.vocab_size(), runner.max_len());
   reject_duplicate_ids(parsed);
+  if (strict) {
+    if (std::string e = first_error(parsed, prompts); !e.empty()) throw InputError(e + " (--strict)");
+  }
+  const size_t total = parsed.size();
+  const int64_t skipped = drop_finished(parsed, prepare_output(output, restart, "trillion generate"));
+  if (skipped)
+    std::fprintf(stderr, "trillion generate: resuming: %lld of %zu requests already in %s\n", (long long)skipped,
+                 total, output.c_str());
 
-  JsonlWriter out(output, /*append=*/false);
+  JsonlWriter out(output, /*append=*/!restart);
   int64_t errors = 0;
   const std::vector<const GenerateRequest*> runnable = runnable_requests(parsed, out, "trillion generate", prompts, &errors);
+  RunProgress progress("trillion generate", int64_t(runnable.size()));
+  ResultContext ctx;
+  ctx.model = std::filesystem::path(ro.model_dir).lexically_normal().filename().string();
+  if (ctx.model.empty()) ctx.model = std::filesystem::path(ro.model_dir).lexically_normal().parent_path().filename().string();
+  ctx.created = int64_t(std::time(nullptr));
+  ctx.decode = text.decode;
 
   Generator gen(runner, cluster.config(), GeneratorOptions{ro.step_tokens});
-  size_t done = 0;
   int64_t generated = 0;
   const auto t0 = std::chrono::steady_clock::now();
   gen.run(runnable, [&](const GenerationResult& r) {
-    const int64_t prompt = int64_t(r.request->prompt_token_ids.size());
     const int64_t completion = int64_t(r.token_ids.size());
-    out.write({{"id", r.request->id},
-               {"token_ids", r.token_ids},
-               {"finish_reason", r.finish_reason},
-               {"usage",
-                {{"prompt_tokens", prompt},
-                 {"completion_tokens", completion},
-                 {"total_tokens", prompt + completion}}}});
-    ++done;
+    out.write(result_record(r, ctx));
     generated += completion;
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "trillion generate: %zu/%zu done, %.1f s\n", done, runnable.size(), secs);
+    progress.request_done(completion);
   });
+  progress.finish();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto& st = gen.stats();
   const double gen_tps = wall > 0 ? double(generated) / wall : 0.0;
@@ -55,7 +71,7 @@ int generate_on_rank0(Cluster& cluster, const RunOptions& ro, const std::string&
                runnable.size(), (long long)errors, (long long)st.prefill_tokens,
                (long long)generated, wall, gen_tps);
   cluster.finish({{"command", "generate"},
-                  {"requests", {{"total", parsed.size()}, {"errors", errors}}},
+                  {"requests", {{"total", total}, {"errors", errors}, {"skipped", skipped}}},
                   {"steps", st.steps},
                   {"tokens", {{"prefill", st.prefill_tokens}, {"decode", st.decode_tokens},
                               {"generated", generated}}},
@@ -73,12 +89,16 @@ int generate_on_rank0(Cluster& cluster, const RunOptions& ro, const std::string&
 int run_generate(const Args& args) {
   RunOptions ro;
   std::string prompts, output;
+  bool restart = false, strict = false;
   po::options_description desc("options");
   add_run_options(desc, ro);
   desc.add_options()
       ("prompts", po::value(&prompts)->required(),
-       "requests, JSONL: {\"id\", \"prompt_token_ids\": [...], \"max_tokens\": N}")
-      ("output", po::value(&output)->required(), "results, JSONL (one line per request)");
+       "requests, JSONL: {\"id\", \"prompt_token_ids\": [...], \"max_tokens\": N, sampling...} or OpenAI Batch lines")
+      ("output", po::value(&output)->required(),
+       "results, JSONL (one line per request); an existing file is resumed: requests with a result are skipped")
+      ("restart", po::bool_switch(&restart), "overwrite --output instead of resuming it")
+      ("strict", po::bool_switch(&strict), "abort on the first bad request line instead of writing an error record");
   if (!parse_args(args, "usage: trillion generate --model DIR --prompts REQ.jsonl --output RES.jsonl", desc))
     return 0;
   Cluster cluster(ro);
@@ -88,7 +108,7 @@ int run_generate(const Args& args) {
       cluster.finish({});
       return 0;
     }
-    return generate_on_rank0(cluster, ro, prompts, output);
+    return generate_on_rank0(cluster, ro, prompts, output, restart, strict);
   });
 }
 

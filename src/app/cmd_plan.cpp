@@ -14,6 +14,7 @@
 #include "plan/hostfile.hpp"
 #include "plan/layout.hpp"
 #include "store/manifest.hpp"
+#include "store/model_store.hpp"
 
 namespace po = boost::program_options;
 

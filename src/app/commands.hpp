@@ -14,5 +14,6 @@ int run_inspect(const Args& args);   // summary of a converted model, --verify c
 int run_score(const Args& args);     // log-probabilities / logits of given token sequences
 int run_generate(const Args& args);  // batch generation from a prompt file
 int run_plan(const Args& args);      // which rank holds what, files per host
+int run_tokenize(const Args& args);  // JSONL text <-> token ids with a model's tokenizer
 
 }  // namespace trillion::app

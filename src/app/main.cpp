@@ -26,6 +26,7 @@ const Command kCommands[] = {
     {"score", trillion::app::run_score, "log-probabilities and logits of token sequences"},
     {"generate", trillion::app::run_generate, "generate continuations for a prompt file"},
     {"plan", trillion::app::run_plan, "which rank holds which layers/experts; files per host"},
+    {"tokenize", trillion::app::run_tokenize, "JSONL text -> token ids (--decode: ids -> text)"},
 };
 
 void usage(std::FILE* out) {

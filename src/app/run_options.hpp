@@ -1,26 +1,12 @@
 // Options shared by the commands that run the model (score, generate), and
-// the set-up they share: MPI, the model store, the parallel layout, the
-// runner on rank 0 and the serve loop on the other ranks.
+// argument parsing shared by every command.
 #pragma once
 #include <cstdint>
-#include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include <boost/program_options.hpp>
-#include <nlohmann/json.hpp>
-
-#include "common/thread_pool.hpp"
-#include "engine/step_runner.hpp"
-#include "parallel/rank_metrics.hpp"
-#include "plan/layout.hpp"
-#include "store/model_store.hpp"
-
-namespace trillion {
-class MpiEnv;
-class RmaChannel;
-}  // namespace trillion
+#include "engine/resume.hpp"
 
 namespace trillion::app {
 
@@ -44,41 +30,9 @@ bool parse_args(const std::vector<std::string>& args, const char* usage,
                 boost::program_options::options_description& desc,
                 boost::program_options::positional_options_description* positional = nullptr);
 
-// One rank's part of a run. Rank 0 drives `runner()`; the others call serve().
-class Cluster {
- public:
-  explicit Cluster(const RunOptions& o);
-  ~Cluster();
-
-  int rank() const;
-  int size() const;
-  bool coordinator() const { return rank() == 0; }
-  const ModelConfig& config() const { return store_->config(); }
-  StepRunner& runner();  // rank 0
-
-  // Runs fn on every rank with the job-wide error protocol: an error on one
-  // rank ends the job on all with that rank's message.
-  int guarded(const std::function<int()>& fn);
-
-  // Ranks > 0: serve steps until rank 0 calls finish().
-  void serve();
-  // Rank 0: stop the other ranks, gather their metrics, write --metrics with
-  // `run` (command-specific figures) merged in. Other ranks: send theirs.
-  void finish(const nlohmann::json& run);
-
- private:
-  RankMetrics my_metrics() const;
-
-  RunOptions opts_;
-  std::unique_ptr<MpiEnv> env_;
-  std::unique_ptr<ModelStore> store_;
-  std::unique_ptr<ThreadPool> pool_;
-  Layout layout_;
-  std::unique_ptr<RmaChannel> channel_;
-  std::unique_ptr<StepRunner> local_;  // one rank: LocalRunner
-  struct Parts;
-  std::unique_ptr<Parts> parts_;       // pipeline or expert objects
-  double started_ = 0;
-};
+// The result file of a batch command. Without `restart`, the records of an
+// earlier run are kept (a torn last line cut, reported on stderr) and the
+// run appends; with it, the file is started afresh.
+FinishedResults prepare_output(const std::string& path, bool restart, const char* command);
 
 }  // namespace trillion::app

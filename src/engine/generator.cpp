@@ -14,6 +14,8 @@ struct Sequence {
   std::vector<int32_t> tokens;  // prompt then generated
   int64_t cached = 0;           // positions submitted to the runner (cached once the step runs)
   std::vector<int32_t> generated;
+  std::vector<float> logprobs;
+  std::vector<std::vector<TokenLogprob>> top_logprobs;
   bool prefilling() const { return cached < int64_t(req->prompt_token_ids.size()); }
 };
 
@@ -48,7 +50,7 @@ void Generator::run(const std::vector<const GenerateRequest*>& requests,
       const GenerateRequest* r = pending.front();
       pending.pop_front();
       if (r->max_tokens == 0) {  // nothing to generate: no forward pass needed
-        done(GenerationResult{r, {}, "length"});
+        done(GenerationResult{r, {}, {}, {}, "length"});
         continue;
       }
       Sequence s;
@@ -58,6 +60,13 @@ void Generator::run(const std::vector<const GenerateRequest*>& requests,
       g.free_slots.pop_back();
       g.active.push_back(std::move(s));
     }
+  };
+
+  // The chosen token's position in its sequence is the random stream's counter.
+  auto params_for = [](const Sequence& s) {
+    SamplingParams p = s.req->sampling;
+    p.position = int64_t(s.tokens.size());
+    return p;
   };
 
   // Builds and submits the group's next step: one decode row per decoding
@@ -71,6 +80,7 @@ void Generator::run(const std::vector<const GenerateRequest*>& requests,
       in.tokens.push_back(s.tokens.back());
       in.batch.rows.push_back({s.slot, int32_t(s.cached)});
       in.logit_rows.push_back(in.batch.size() - 1);
+      in.sampling.push_back(params_for(s));
       g.wants.push_back(&s);
       ++s.cached;
       ++stats_.decode_tokens;
@@ -90,6 +100,7 @@ void Generator::run(const std::vector<const GenerateRequest*>& requests,
       stats_.prefill_tokens += take;
       if (s.cached == prompt) {  // the chunk ends the prompt: its last row yields a token
         in.logit_rows.push_back(in.batch.size() - 1);
+        in.sampling.push_back(params_for(s));
         g.wants.push_back(&s);
       }
     }
@@ -111,6 +122,10 @@ void Generator::run(const std::vector<const GenerateRequest*>& requests,
       const int32_t tok = out.tokens[i];
       s.generated.push_back(tok);
       s.tokens.push_back(tok);
+      if (s.req->sampling.logprobs || s.req->sampling.top_logprobs > 0) {
+        s.logprobs.push_back(i < out.logprobs.size() ? out.logprobs[i] : 0.0f);
+        s.top_logprobs.push_back(i < out.top_logprobs.size() ? out.top_logprobs[i] : std::vector<TokenLogprob>{});
+      }
       const char* reason = nullptr;
       if (std::find(cfg_.eos_token_ids.begin(), cfg_.eos_token_ids.end(), tok) != cfg_.eos_token_ids.end())
         reason = "stop";
@@ -119,7 +134,7 @@ void Generator::run(const std::vector<const GenerateRequest*>& requests,
       else if (int64_t(s.tokens.size()) >= max_len)
         reason = "length";  // the context is full
       if (reason) {
-        done(GenerationResult{s.req, s.generated, reason});
+        done(GenerationResult{s.req, s.generated, s.logprobs, s.top_logprobs, reason});
         g.free_slots.push_back(s.slot);
         s.req = nullptr;
       }

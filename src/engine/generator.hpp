@@ -3,8 +3,9 @@
 // in flight (pipeline stages); each group's step carries one decode row per
 // running sequence plus prefill chunks of newly admitted prompts (up to a
 // token budget). A finished sequence frees its slot at once and the next
-// request takes it. The greedy token of a row depends only on that row, so
-// results do not depend on slots, groups or budgets.
+// request takes it. The token chosen for a row depends only on that row's
+// logits and its request's sampling params (seed, position), so results do not
+// depend on slots, groups or budgets.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -20,6 +21,8 @@ namespace trillion {
 struct GenerationResult {
   const GenerateRequest* request = nullptr;
   std::vector<int32_t> token_ids;  // generated ids (EOS included when it ended the sequence)
+  std::vector<float> logprobs;     // [token_ids] when the request asked for logprobs, else empty
+  std::vector<std::vector<TokenLogprob>> top_logprobs;  // [token_ids] when it asked for top_logprobs
   std::string finish_reason;       // "stop" (EOS) | "length" (max_tokens or context)
 };
 

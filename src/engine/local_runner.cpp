@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "engine/greedy.hpp"
+#include "engine/sampler.hpp"
 
 namespace trillion {
 
@@ -18,7 +18,15 @@ StepOutput finish_step(const Transformer& model, const float* x, const StepInput
   out.logits.resize(size_t(m * vocab));
   model.logits(rows.data(), m, out.logits.data());
   out.tokens.resize(size_t(m));
-  for (int64_t i = 0; i < m; ++i) out.tokens[size_t(i)] = argmax(&out.logits[size_t(i * vocab)], vocab);
+  out.logprobs.assign(size_t(m), 0.0f);
+  out.top_logprobs.resize(size_t(m));
+  for (int64_t i = 0; i < m; ++i) {
+    const SamplingParams p = in.sampling.empty() ? SamplingParams{} : in.sampling.at(size_t(i));
+    Sample s = sample_token(&out.logits[size_t(i * vocab)], vocab, p);
+    out.tokens[size_t(i)] = s.token;
+    out.logprobs[size_t(i)] = s.logprob;
+    out.top_logprobs[size_t(i)] = std::move(s.top);
+  }
   if (!in.return_logits) {
     out.logits.clear();
     out.logits.shrink_to_fit();

@@ -32,7 +32,7 @@ class LocalRunner : public StepRunner {
 };
 
 // The head of a step on the last stage: logits of the requested rows of
-// x[n, hidden] and their greedy tokens. Shared by every runner so all layouts
+// x[n, hidden] and their tokens, chosen by each row's SamplingParams. Shared by every runner so all layouts
 // produce the same bits.
 StepOutput finish_step(const Transformer& model, const float* x, const StepInput& in);
 

@@ -1,5 +1,7 @@
 #include "engine/request.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <unordered_set>
 
@@ -12,56 +14,152 @@ using nlohmann::json;
 // Throws std::string messages internally; the parse functions turn them into RequestError.
 struct LineParser {
   json j;
+  const json* fields = nullptr;  // the request's fields: the line itself, or the OpenAI "body"
   std::string id;
+  RequestForm form = RequestForm::plain;
+  bool form_known = false;
 
-  explicit LineParser(const JsonlLine& line) {
+  LineParser(const JsonlLine& line, bool allow_openai) {
     try {
       j = json::parse(line.text);
     } catch (const json::parse_error& e) {
       throw std::string("not valid JSON: ") + e.what();
     }
     if (!j.is_object()) throw std::string("a request must be a JSON object");
-    auto it = j.find("id");
-    if (it == j.end()) throw std::string("missing \"id\"");
-    if (it->is_string()) {
-      id = it->get<std::string>();
-    } else if (it->is_number_integer()) {
-      id = std::to_string(it->get<int64_t>());
+    fields = &j;
+    form_known = true;
+    if (allow_openai && (j.contains("custom_id") || j.contains("body") || j.contains("url"))) {
+      openai();
     } else {
-      throw std::string("\"id\" must be a string or an integer");
+      id = id_of("id");
     }
-    if (id.empty()) throw std::string("\"id\" is empty");
   }
 
-  std::vector<int32_t> tokens(const char* key, int64_t vocab_size, int64_t max_len) const {
+  // {"custom_id", "method": "POST", "url", "body": {...}}
+  void openai() {
+    form = RequestForm::openai_completion;
+    id = id_of("custom_id");
+    auto url = j.find("url");
+    if (url == j.end() || !url->is_string()) throw std::string("missing \"url\"");
+    if (*url == "/v1/chat/completions") form = RequestForm::openai_chat;
+    else if (*url != "/v1/completions")
+      throw std::string("unsupported \"url\" ") + url->dump() + " (use /v1/completions or /v1/chat/completions)";
+    if (auto m = j.find("method"); m != j.end() && *m != "POST")
+      throw std::string("unsupported \"method\" ") + m->dump() + " (use POST)";
+    auto body = j.find("body");
+    if (body == j.end() || !body->is_object()) throw std::string("missing \"body\" object");
+    fields = &*body;
+  }
+
+  std::string id_of(const char* key) const {
     auto it = j.find(key);
     if (it == j.end()) throw std::string("missing \"") + key + "\"";
-    if (!it->is_array()) throw std::string("\"") + key + "\" must be an array of token ids";
-    if (it->empty()) throw std::string("\"") + key + "\" is empty";
-    if (int64_t(it->size()) > max_len)
-      throw std::string("\"") + key + "\" has " + std::to_string(it->size()) +
-          " tokens, more than the context of " + std::to_string(max_len);
+    std::string v;
+    if (it->is_string()) v = it->get<std::string>();
+    else if (it->is_number_integer()) v = std::to_string(it->get<int64_t>());
+    else throw std::string("\"") + key + "\" must be a string or an integer";
+    if (v.empty()) throw std::string("\"") + key + "\" is empty";
+    return v;
+  }
+
+  const json& f() const { return *fields; }
+
+  std::vector<int32_t> token_list(const json& arr, const std::string& key, int64_t vocab_size, int64_t max_len) const {
+    if (arr.empty()) throw "\"" + key + "\" is empty";
+    if (int64_t(arr.size()) > max_len)
+      throw "\"" + key + "\" has " + std::to_string(arr.size()) + " tokens, more than the context of " +
+          std::to_string(max_len);
     std::vector<int32_t> out;
-    out.reserve(it->size());
-    for (size_t i = 0; i < it->size(); ++i) {
-      const json& t = (*it)[i];
-      if (!t.is_number_integer())
-        throw std::string("\"") + key + "\"[" + std::to_string(i) + "] is not an integer";
+    out.reserve(arr.size());
+    for (size_t i = 0; i < arr.size(); ++i) {
+      const json& t = arr[i];
+      if (!t.is_number_integer()) throw "\"" + key + "\"[" + std::to_string(i) + "] is not an integer";
       int64_t v = t.get<int64_t>();
       if (v < 0 || v >= vocab_size)
-        throw std::string("\"") + key + "\"[" + std::to_string(i) + "] = " + std::to_string(v) +
+        throw "\"" + key + "\"[" + std::to_string(i) + "] = " + std::to_string(v) +
             " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")";
       out.push_back(int32_t(v));
     }
     return out;
   }
+
+  std::vector<int32_t> tokens(const char* key, int64_t vocab_size, int64_t max_len) const {
+    auto it = f().find(key);
+    if (it == f().end()) throw std::string("missing \"") + key + "\"";
+    if (!it->is_array()) throw std::string("\"") + key + "\" must be an array of token ids";
+    return token_list(*it, key, vocab_size, max_len);
+  }
 };
 
+// FNV-1a: the default seed of a request without one, so reruns reproduce and
+// different requests get different streams.
+uint64_t id_seed(const std::string& id) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : id) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+double number(const json& j, const char* key, double fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_number()) throw std::string("\"") + key + "\" must be a number";
+  return it->get<double>();
+}
+
+int64_t integer(const json& j, const char* key, int64_t fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_number_integer()) throw std::string("\"") + key + "\" must be an integer";
+  return it->get<int64_t>();
+}
+
+}  // namespace
+
+SamplingParams parse_sampling(const nlohmann::json& j, const std::string& id) {
+  SamplingParams p;
+  p.temperature = float(number(j, "temperature", 0.0));
+  p.top_p = float(number(j, "top_p", 1.0));
+  p.min_p = float(number(j, "min_p", 0.0));
+  const int64_t top_k = integer(j, "top_k", 0);
+  p.top_k = top_k == -1 ? 0 : int32_t(std::clamp<int64_t>(top_k, -2, INT32_MAX));  // -1: no limit (vLLM)
+  if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
+    if (it->is_number_unsigned()) p.seed = it->get<uint64_t>();
+    else if (it->is_number_integer()) p.seed = uint64_t(it->get<int64_t>());
+    else throw std::string("\"seed\" must be an integer");
+  } else {
+    p.seed = id_seed(id);
+  }
+  // "logprobs": true (the chosen token's) or N (and N alternatives, as in
+  // /v1/completions); "top_logprobs": N alternatives (as in /v1/chat/completions).
+  if (auto it = j.find("logprobs"); it != j.end() && !it->is_null()) {
+    if (it->is_boolean()) {
+      p.logprobs = it->get<bool>() ? 1 : 0;
+    } else if (it->is_number_integer() && it->get<int64_t>() >= 0 && it->get<int64_t>() <= 20) {
+      p.logprobs = 1;
+      p.top_logprobs = int32_t(it->get<int64_t>());
+    } else {
+      throw std::string("\"logprobs\" must be true, false or an integer 0..20");
+    }
+  }
+  const int64_t top = integer(j, "top_logprobs", p.top_logprobs);
+  if (top < 0 || top > 20) throw std::string("\"top_logprobs\" must be an integer 0..20");
+  p.top_logprobs = int32_t(top);
+  if (p.top_logprobs > 0) p.logprobs = 1;
+  if (std::string e = sampling_params_error(p); !e.empty()) throw e;
+  return p;
+}
+
+namespace {
+
 template <class R, class F>
-Parsed<R> parse_with(const JsonlLine& line, F&& fill) {
+Parsed<R> parse_with(const JsonlLine& line, bool allow_openai, F&& fill) {
   std::string id;
+  RequestForm form = RequestForm::plain;
+  bool form_known = false;
   try {
-    LineParser p(line);
+    LineParser p(line, allow_openai);
+    form = p.form;
+    form_known = p.form_known;
     id = p.id;
     R r;
     r.line = line.number;
@@ -69,29 +167,168 @@ Parsed<R> parse_with(const JsonlLine& line, F&& fill) {
     fill(p, r);
     return r;
   } catch (const std::string& message) {
-    return RequestError{line.number, id, message};
+    if (!form_known && allow_openai && line.text.find("\"custom_id\"") != std::string::npos) {
+      form = RequestForm::openai_completion;  // unparsable, but evidently an OpenAI line
+      form_known = true;
+    }
+    return RequestError{line.number, id, message, form, form_known};
   }
+}
+
+// The prompt of a generate request: "prompt_token_ids", "prompt" (text, or
+// token ids as OpenAI's /v1/completions allows) or "messages".
+void parse_prompt(const LineParser& p, GenerateRequest& r, int64_t vocab_size, int64_t max_len) {
+  const json& f = p.f();
+  const bool chat = r.form == RequestForm::openai_chat;
+  const int given = int(f.contains("prompt_token_ids")) + int(f.contains("prompt")) + int(f.contains("messages"));
+  if (given > 1) throw std::string("give one of \"prompt_token_ids\", \"prompt\", \"messages\"");
+  if (chat) {
+    if (!f.contains("messages")) throw std::string("missing \"messages\" (a /v1/chat/completions body)");
+  } else if (r.form == RequestForm::openai_completion && f.contains("messages")) {
+    throw std::string("\"messages\" needs \"url\": \"/v1/chat/completions\"");
+  }
+  if (auto it = f.find("messages"); it != f.end()) {
+    if (!it->is_array() || it->empty()) throw std::string("\"messages\" must be a non-empty array");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& m = (*it)[i];
+      if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+        throw "\"messages\"[" + std::to_string(i) + "] needs a \"role\"";
+      if (!m.contains("content")) throw "\"messages\"[" + std::to_string(i) + "] needs a \"content\"";
+    }
+    r.messages = *it;
+    return;
+  }
+  if (auto it = f.find("prompt"); it != f.end()) {
+    if (it->is_string()) {
+      if (it->get<std::string>().empty()) throw std::string("\"prompt\" is empty");
+      r.prompt_text = it->get<std::string>();
+      r.has_text = true;
+    } else if (it->is_array() && (it->empty() || (*it)[0].is_number())) {
+      r.prompt_token_ids = p.token_list(*it, "prompt", vocab_size, max_len);
+    } else {
+      throw std::string("\"prompt\" must be a string or an array of token ids (one prompt per request)");
+    }
+    return;
+  }
+  r.prompt_token_ids = p.tokens("prompt_token_ids", vocab_size, max_len);
 }
 
 }  // namespace
 
 Parsed<ScoreRequest> parse_score_request(const JsonlLine& line, int64_t vocab_size, int64_t max_len) {
-  return parse_with<ScoreRequest>(line, [&](const LineParser& p, ScoreRequest& r) {
+  return parse_with<ScoreRequest>(line, /*allow_openai=*/false, [&](const LineParser& p, ScoreRequest& r) {
     r.token_ids = p.tokens("token_ids", vocab_size, max_len);
   });
 }
 
 Parsed<GenerateRequest> parse_generate_request(const JsonlLine& line, int64_t vocab_size,
                                                int64_t max_len) {
-  return parse_with<GenerateRequest>(line, [&](const LineParser& p, GenerateRequest& r) {
-    r.prompt_token_ids = p.tokens("prompt_token_ids", vocab_size, max_len);
-    if (auto it = p.j.find("max_tokens"); it != p.j.end() && !it->is_null()) {
-      if (!it->is_number_integer() || it->get<int64_t>() < 0)
-        throw std::string("\"max_tokens\" must be a non-negative integer");
-      r.max_tokens = it->get<int64_t>();
+  return parse_with<GenerateRequest>(line, /*allow_openai=*/true, [&](const LineParser& p, GenerateRequest& r) {
+    const json& f = p.f();
+    r.form = p.form;
+    parse_prompt(p, r, vocab_size, max_len);
+    // max_completion_tokens: the newer name in /v1/chat/completions.
+    for (const char* key : {"max_tokens", "max_completion_tokens"}) {
+      if (auto it = f.find(key); it != f.end() && !it->is_null()) {
+        if (!it->is_number_integer() || it->get<int64_t>() < 0)
+          throw std::string("\"") + key + "\" must be a non-negative integer";
+        r.max_tokens = it->get<int64_t>();
+      }
     }
+    if (auto it = f.find("stop"); it != f.end() && !it->is_null()) {
+      if (it->is_string()) {
+        r.stop.push_back(it->get<std::string>());
+      } else if (it->is_array()) {
+        for (const json& s : *it) {
+          if (!s.is_string()) throw std::string("\"stop\" must be a string or an array of strings");
+          r.stop.push_back(s.get<std::string>());
+        }
+      } else {
+        throw std::string("\"stop\" must be a string or an array of strings");
+      }
+    }
+    if (auto it = f.find("model"); it != f.end() && !it->is_null()) {
+      if (!it->is_string()) throw std::string("\"model\" must be a string");
+      r.model = it->get<std::string>();
+    }
+    if (auto it = f.find("n"); it != f.end() && !it->is_null() && *it != 1)
+      throw std::string("\"n\" other than 1 is not supported");
+    if (auto it = f.find("stream"); it != f.end() && *it == true)
+      throw std::string("\"stream\" is not supported in a batch file");
+    r.sampling = parse_sampling(f, r.id);
   });
 }
+
+void tokenize_prompts(std::vector<Parsed<GenerateRequest>>& requests, const PromptCodec* codec, int64_t vocab_size,
+                      int64_t max_len) {
+  const bool can_encode = codec && codec->encode, can_chat = can_encode && codec->render_chat;
+  for (auto& p : requests) {
+    auto* r = std::get_if<GenerateRequest>(&p);
+    if (!r) continue;
+    auto fail = [&](const std::string& message) { p = RequestError{r->line, r->id, message, r->form, true}; };
+    if (!r->stop.empty()) {
+      fail("\"stop\" strings are not supported yet (they need the tokenizer's streaming decoder)");
+      continue;
+    }
+    if (!r->needs_tokenizer()) continue;
+    const bool chat = !r->messages.is_null();
+    if (!(chat ? can_chat : can_encode)) {
+      fail(std::string(chat ? "chat \"messages\" need the tokenizer and chat template"
+                            : "text prompts need the tokenizer") +
+           " of the model, and this model directory has none (tokenizer.json or tiktoken.model" +
+           (chat ? ", and a chat template)" : ")") + "; give token ids");
+      continue;
+    }
+    try {
+      if (chat) {
+        r->prompt_token_ids = codec->encode(codec->render_chat(r->messages));
+      } else {
+        r->prompt_token_ids = codec->encode(r->prompt_text);
+        if (codec->text_bos) r->prompt_token_ids.insert(r->prompt_token_ids.begin(), *codec->text_bos);
+      }
+    } catch (const std::exception& e) {
+      fail(std::string(chat ? "cannot render the chat: " : "cannot tokenize the prompt: ") + e.what());
+      continue;
+    }
+    if (r->prompt_token_ids.empty()) fail("the prompt encodes to no tokens");
+    else if (int64_t(r->prompt_token_ids.size()) > max_len)
+      fail("the prompt has " + std::to_string(r->prompt_token_ids.size()) + " tokens, more than the context of " +
+           std::to_string(max_len));
+    else if (std::any_of(r->prompt_token_ids.begin(), r->prompt_token_ids.end(),
+                         [&](int32_t t) { return t < 0 || t >= vocab_size; }))
+      fail("the tokenizer produced an id outside the model's vocabulary [0, " + std::to_string(vocab_size) + ")");
+  }
+}
+
+void settle_error_forms(std::vector<Parsed<GenerateRequest>>& requests) {
+  bool known = false;
+  RequestForm form = RequestForm::plain;
+  for (const auto& p : requests) {
+    if (const auto* r = std::get_if<GenerateRequest>(&p)) {
+      form = r->form, known = true;
+    } else if (const auto& e = std::get<RequestError>(p); e.form_known) {
+      form = e.form, known = true;
+    }
+    if (known) break;
+  }
+  for (auto& p : requests)
+    if (auto* e = std::get_if<RequestError>(&p); e && !e->form_known) e->form = form;
+}
+
+template <class R>
+std::string first_error(const std::vector<Parsed<R>>& requests, const std::string& file) {
+  for (const auto& p : requests)
+    if (const auto* e = std::get_if<RequestError>(&p))
+      return file + " line " + std::to_string(e->line) + ": " + e->message;
+  return "";
+}
+template std::string first_error(const std::vector<Parsed<ScoreRequest>>&, const std::string&);
+template std::string first_error(const std::vector<Parsed<GenerateRequest>>&, const std::string&);
+
+namespace {
+RequestForm form_of(const ScoreRequest&) { return RequestForm::plain; }
+RequestForm form_of(const GenerateRequest& r) { return r.form; }
+}  // namespace
 
 template <class R>
 void reject_duplicate_ids(std::vector<Parsed<R>>& requests) {
@@ -99,12 +336,25 @@ void reject_duplicate_ids(std::vector<Parsed<R>>& requests) {
   for (auto& p : requests) {
     if (auto* r = std::get_if<R>(&p)) {
       if (!seen.insert(r->id).second)
-        p = RequestError{r->line, r->id, "duplicate id \"" + r->id + "\" (ids must be unique)"};
+        p = RequestError{r->line, r->id, "duplicate id \"" + r->id + "\" (ids must be unique)", form_of(*r), true};
     }
   }
 }
 template void reject_duplicate_ids(std::vector<Parsed<ScoreRequest>>&);
 template void reject_duplicate_ids(std::vector<Parsed<GenerateRequest>>&);
+
+template <class R>
+int64_t drop_finished(std::vector<Parsed<R>>& requests, const FinishedResults& finished) {
+  const size_t before = requests.size();
+  std::erase_if(requests, [&](const Parsed<R>& p) {
+    if (const auto* e = std::get_if<RequestError>(&p)) return finished.error_lines.count(e->line) > 0;
+    const R& r = std::get<R>(p);
+    return finished.has(r.id, r.line);
+  });
+  return int64_t(before - requests.size());
+}
+template int64_t drop_finished(std::vector<Parsed<ScoreRequest>>&, const FinishedResults&);
+template int64_t drop_finished(std::vector<Parsed<GenerateRequest>>&, const FinishedResults&);
 
 template <class R>
 std::vector<const R*> runnable_requests(const std::vector<Parsed<R>>& parsed, JsonlWriter& out,
@@ -130,8 +380,17 @@ template std::vector<const GenerateRequest*> runnable_requests(const std::vector
 
 nlohmann::json error_record(const RequestError& e) {
   nlohmann::json rec;
-  rec["id"] = e.id.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.id);
-  rec["error"] = {{"line", e.line}, {"message", e.message}};
+  const nlohmann::json id = e.id.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.id);
+  if (e.form == RequestForm::plain) {
+    rec["id"] = id;
+    rec["error"] = {{"line", e.line}, {"message", e.message}};
+  } else {
+    rec["id"] = "batch_req_line" + std::to_string(e.line);
+    rec["custom_id"] = id;
+    rec["response"] = nullptr;
+    rec["error"] = {{"code", "invalid_request"}, {"message", "line " + std::to_string(e.line) + ": " + e.message},
+                    {"line", e.line}};
+  }
   return rec;
 }
 

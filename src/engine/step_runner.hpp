@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/sampler.hpp"
 #include "model/batch.hpp"
 
 namespace trillion {
@@ -21,12 +22,15 @@ struct StepInput {
   std::vector<int32_t> tokens;     // [n] token ids, one per batch row
   Batch batch;                     // [n] (slot, pos) of each row
   std::vector<int64_t> logit_rows; // rows whose outputs the caller needs, increasing
-  bool return_logits = false;      // false: only the greedy token of each logit row
+  bool return_logits = false;      // false: only the chosen token of each logit row
+  std::vector<SamplingParams> sampling;  // [logit_rows] how to choose each token; empty: all greedy
 };
 
 struct StepOutput {
   uint64_t ticket = 0;
-  std::vector<int32_t> tokens;  // [logit_rows] greedy (argmax, lowest id on ties)
+  std::vector<int32_t> tokens;  // [logit_rows] chosen (greedy: argmax, lowest id on ties)
+  std::vector<float> logprobs;  // [logit_rows] of the chosen token when its params ask, else 0
+  std::vector<std::vector<TokenLogprob>> top_logprobs;  // [logit_rows][params.top_logprobs]
   std::vector<float> logits;    // [logit_rows, vocab] when return_logits, else empty
 };
 

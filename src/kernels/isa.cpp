@@ -12,15 +12,18 @@ namespace {
 KernelIsa choose_isa() {
   const char* env = std::getenv("TRILLION_ISA");
   const std::string want = env ? env : "";
-  if (want.empty() || want == "best")
-    return kernel_isa_available(KernelIsa::avx2) ? KernelIsa::avx2 : KernelIsa::portable;
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2}) {
+  if (want.empty() || want == "best") {
+    for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::neon})
+      if (kernel_isa_available(isa)) return isa;
+    return KernelIsa::portable;
+  }
+  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon}) {
     if (want != to_string(isa)) continue;
     if (!kernel_isa_available(isa))
       throw Error("TRILLION_ISA=" + want + ": not available on this CPU or build");
     return isa;
   }
-  throw Error("TRILLION_ISA='" + want + "': expected portable, avx2 or best");
+  throw Error("TRILLION_ISA='" + want + "': expected portable, avx2, neon or best");
 }
 
 }  // namespace
@@ -29,6 +32,7 @@ const char* to_string(KernelIsa isa) {
   switch (isa) {
     case KernelIsa::portable: return "portable";
     case KernelIsa::avx2: return "avx2";
+    case KernelIsa::neon: return "neon";
   }
   return "?";
 }
@@ -37,6 +41,7 @@ bool kernel_isa_available(KernelIsa isa) {
   switch (isa) {
     case KernelIsa::portable: return true;
     case KernelIsa::avx2: return avx2_kernel_table() != nullptr && cpu_has_avx2_fma_f16c();
+    case KernelIsa::neon: return neon_kernel_table() != nullptr && cpu_has_neon();
   }
   return false;
 }
@@ -48,7 +53,12 @@ KernelIsa kernel_isa() {
 
 const KernelTable& kernel_table(KernelIsa isa) {
   if (!kernel_isa_available(isa)) throw Error(std::string("kernel path ") + to_string(isa) + " is not available");
-  return isa == KernelIsa::avx2 ? *avx2_kernel_table() : portable_kernel_table();
+  switch (isa) {
+    case KernelIsa::avx2: return *avx2_kernel_table();
+    case KernelIsa::neon: return *neon_kernel_table();
+    case KernelIsa::portable: break;
+  }
+  return portable_kernel_table();
 }
 
 const KernelTable& active_kernel_table() {

@@ -32,6 +32,8 @@ struct KernelTable {
 const KernelTable& portable_kernel_table();
 const KernelTable* avx2_kernel_table();  // null when not compiled in (non-x86 builds)
 bool cpu_has_avx2_fma_f16c();            // false on non-x86 builds
+const KernelTable* neon_kernel_table();  // null when not compiled in (non-arm64 builds)
+bool cpu_has_neon();                     // false on non-arm64 builds
 
 // The table of `isa` (must be available) and of the process's path.
 const KernelTable& kernel_table(KernelIsa isa);

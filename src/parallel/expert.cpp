@@ -96,6 +96,7 @@ void ExpertRunner::submit(uint64_t ticket, const StepInput& in) {
     if (next_logit < in.logit_rows.size() && in.logit_rows[next_logit] == i) {
       origin.push_back({r.slot % ranks, p.logit_rows.size()});
       p.logit_rows.push_back(p.batch.size() - 1);
+      if (!in.sampling.empty()) p.sampling.push_back(in.sampling.at(next_logit));
       ++next_logit;
     }
   }
@@ -118,6 +119,8 @@ void ExpertRunner::submit(uint64_t ticket, const StepInput& in) {
   const int64_t vocab = cfg_.vocab_size;
   for (auto [r, k] : origin) {
     out.tokens.push_back(outs[size_t(r)].tokens.at(k));
+    out.logprobs.push_back(outs[size_t(r)].logprobs.at(k));
+    out.top_logprobs.push_back(std::move(outs[size_t(r)].top_logprobs.at(k)));
     if (in.return_logits) {
       const float* row = outs[size_t(r)].logits.data() + k * size_t(vocab);
       out.logits.insert(out.logits.end(), row, row + vocab);

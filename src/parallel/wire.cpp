@@ -14,13 +14,15 @@ struct StepHeader {
   int64_t m;              // logit rows
   int32_t return_logits;
   int32_t has_x;
+  int32_t has_sampling;  // then [m] SamplingParams
+  int32_t pad;
 };
 
 struct ResultHeader {
   uint64_t ticket;
   int64_t m;
   int32_t has_logits;
-  int32_t pad;
+  int32_t has_logprobs;  // then [m] logprobs, [m] alternative counts, the alternatives
 };
 
 class Writer {
@@ -67,12 +69,15 @@ void check_count(int64_t v, int64_t limit, const char* what) {
 
 std::vector<std::byte> encode_step(uint64_t ticket, const StepInput& in, const float* x, int64_t hidden) {
   const int64_t n = in.batch.size(), m = int64_t(in.logit_rows.size());
-  StepHeader h{ticket, n, m, in.return_logits ? 1 : 0, x ? 1 : 0};
-  Writer w(sizeof h + size_t(n) * 12 + size_t(m) * 8 + (x ? size_t(n * hidden) * 4 : 0));
+  const bool sampling = !in.sampling.empty();
+  if (sampling && int64_t(in.sampling.size()) != m) throw Error("encode_step: sampling params do not match logit rows");
+  StepHeader h{ticket, n, m, in.return_logits ? 1 : 0, x ? 1 : 0, sampling ? 1 : 0, 0};
+  Writer w(sizeof h + size_t(n) * 12 + size_t(m) * (8 + sizeof(SamplingParams)) + (x ? size_t(n * hidden) * 4 : 0));
   w.put(&h, 1);
   w.put(in.tokens.data(), size_t(n));
   w.put(in.batch.rows.data(), size_t(n));
   w.put(in.logit_rows.data(), size_t(m));
+  if (sampling) w.put(in.sampling.data(), size_t(m));
   if (x) w.put(x, size_t(n * hidden));
   return w.take();
 }
@@ -92,6 +97,10 @@ WireStep decode_step(std::span<const std::byte> bytes, int64_t hidden) {
   r.get(s.input.tokens.data(), size_t(h.n));
   r.get(s.input.batch.rows.data(), size_t(h.n));
   r.get(s.input.logit_rows.data(), size_t(h.m));
+  if (h.has_sampling) {
+    s.input.sampling.resize(size_t(h.m));
+    r.get(s.input.sampling.data(), size_t(h.m));
+  }
   if (h.has_x) {
     s.x.resize(size_t(h.n * hidden));
     r.get(s.x.data(), s.x.size());
@@ -102,10 +111,20 @@ WireStep decode_step(std::span<const std::byte> bytes, int64_t hidden) {
 
 std::vector<std::byte> encode_result(const StepOutput& out) {
   const int64_t m = int64_t(out.tokens.size());
-  ResultHeader h{out.ticket, m, out.logits.empty() ? 0 : 1, 0};
-  Writer w(sizeof h + size_t(m) * 4 + out.logits.size() * 4);
+  const bool logprobs = !out.logprobs.empty();
+  if (logprobs && (int64_t(out.logprobs.size()) != m || int64_t(out.top_logprobs.size()) != m))
+    throw Error("encode_result: logprobs do not match tokens");
+  ResultHeader h{out.ticket, m, out.logits.empty() ? 0 : 1, logprobs ? 1 : 0};
+  Writer w(sizeof h + size_t(m) * 12 + out.logits.size() * 4);
   w.put(&h, 1);
   w.put(out.tokens.data(), size_t(m));
+  if (logprobs) {
+    w.put(out.logprobs.data(), size_t(m));
+    std::vector<int32_t> counts;
+    for (const auto& t : out.top_logprobs) counts.push_back(int32_t(t.size()));
+    w.put(counts.data(), counts.size());
+    for (const auto& t : out.top_logprobs) w.put(t.data(), t.size());
+  }
   w.put(out.logits.data(), out.logits.size());
   return w.take();
 }
@@ -119,6 +138,18 @@ StepOutput decode_result(std::span<const std::byte> bytes, int64_t vocab) {
   out.ticket = h.ticket;
   out.tokens.resize(size_t(h.m));
   r.get(out.tokens.data(), size_t(h.m));
+  if (h.has_logprobs) {
+    out.logprobs.resize(size_t(h.m));
+    r.get(out.logprobs.data(), size_t(h.m));
+    std::vector<int32_t> counts(size_t(h.m));
+    r.get(counts.data(), counts.size());
+    out.top_logprobs.resize(size_t(h.m));
+    for (size_t i = 0; i < counts.size(); ++i) {
+      check_count(counts[i], vocab, "alternatives");
+      out.top_logprobs[i].resize(size_t(counts[i]));
+      r.get(out.top_logprobs[i].data(), size_t(counts[i]));
+    }
+  }
   if (h.has_logits) {
     out.logits.resize(size_t(h.m * vocab));
     r.get(out.logits.data(), out.logits.size());

@@ -36,6 +36,15 @@ score_reqs = [{"id": f"s{i}", "token_ids": [int(t) for t in rng.integers(0, voca
               for i, n in enumerate([3, 29, 11, 64])]
 gen_reqs = [{"id": f"g{i}", "prompt_token_ids": [int(t) for t in rng.integers(0, vocab, n)], "max_tokens": m}
             for i, (n, m) in enumerate([(5, 12), (40, 9), (1, 16), (17, 3), (9, 20), (3, 7)])]
+# Sampled requests: the random stream depends on (seed, position) only, so these
+# too must match bit for bit across layouts, slot counts and batch company.
+sampling = [{"temperature": 1.0, "seed": 1},
+            {"temperature": 0.7, "top_k": 5, "seed": 2, "logprobs": 3},
+            {"temperature": 1.3, "top_p": 0.8, "seed": 3, "logprobs": True},
+            {"temperature": 0.9, "min_p": 0.2, "top_k": 40, "top_p": 0.95},  # seed from the id
+            {"temperature": 0.0, "logprobs": 2}]
+gen_reqs += [{"id": f"t{i}", "prompt_token_ids": gen_reqs[0]["prompt_token_ids"], "max_tokens": 12, **p}
+             for i, p in enumerate(sampling)]
 write_jsonl(os.path.join(case, "score.jsonl"), score_reqs)
 write_jsonl(os.path.join(case, "gen.jsonl"), gen_reqs)
 mpi = [args.mpiexec, "--oversubscribe", *args.mpi_args.split()]
@@ -63,6 +72,13 @@ base = trillion_run("1-base", 1, "pipeline", ["--max-batch", 4])
 base_gen = by_id(os.path.join(base, "gen.jsonl"))
 base_score = by_id(os.path.join(base, "score.jsonl"))
 f.check(len(base_gen) == len(gen_reqs) and len(base_score) == len(score_reqs), "baseline produced every result")
+# Sampling really samples: same prompt as g0, other tokens; greedy with logprobs is g0.
+f.check(base_gen["t0"]["token_ids"] != base_gen["g0"]["token_ids"], "t0 (temperature 1) differs from greedy g0")
+f.check(base_gen["t4"]["token_ids"][:len(base_gen["g0"]["token_ids"])] == base_gen["g0"]["token_ids"],
+        "temperature 0 is greedy")
+f.check(len(base_gen["t1"]["logprobs"]) == len(base_gen["t1"]["token_ids"]) and
+        all(len(a) == 3 for a in base_gen["t1"]["top_logprobs"]), "t1 logprobs with 3 alternatives")
+f.check("logprobs" in base_gen["t2"] and "top_logprobs" not in base_gen["t2"], "t2 logprobs only")
 
 runs = [(int(r), m) for r, m in (x.split(":") for x in args.layouts.split(","))]
 for ranks, mode in runs:
@@ -81,6 +97,8 @@ for ranks, mode in runs:
         g = got.get(rid, {})
         f.check(g.get("token_ids") == want["token_ids"] and g.get("finish_reason") == want["finish_reason"],
                 f"{tag}: generation of {rid}: {g.get('token_ids')} vs {want['token_ids']}")
+        f.check(g.get("logprobs") == want.get("logprobs") and g.get("top_logprobs") == want.get("top_logprobs"),
+                f"{tag}: logprobs of {rid}")
     m = __import__("json").load(open(os.path.join(out, "gen-metrics.json")))
     f.check(m.get("ranks") == ranks and len(m.get("per_rank", [])) == ranks, f"{tag}: metrics per rank")
     f.check(m.get("parallel") == mode, f"{tag}: metrics mode")
@@ -88,7 +106,7 @@ for ranks, mode in runs:
         f.check(all(p["bytes_sent"] > 0 for p in m["per_rank"]), f"{tag}: every rank sent bytes")
 
 # Batch composition: each request alone on one slot gives the same tokens.
-for r in gen_reqs[:3]:
+for r in gen_reqs[:3] + gen_reqs[-4:-2]:
     alone = os.path.join(case, "alone-" + r["id"] + ".jsonl")
     write_jsonl(alone, [r])
     run([args.trillion, "generate", "--model", model, "--prompts", alone, "--output", alone + ".out",

@@ -6,6 +6,7 @@ greedy continuations of 16 tokens identical; prefill logits bit-identical to
 decoding the same tokens one at a time (--step-tokens 1)."""
 import argparse
 import os
+import shutil
 
 import numpy as np
 
@@ -24,7 +25,8 @@ f = Failures()
 work = os.path.abspath(args.work)
 hf, model = converted(args.trillion, work, args.preset, args.format, args.seed)
 case = os.path.join(work, "case", f"{args.preset}-{args.format}-{args.seed}")
-os.makedirs(case, exist_ok=True)
+shutil.rmtree(case, ignore_errors=True)  # results are resumed: start afresh
+os.makedirs(case)
 
 config = __import__("json").load(open(os.path.join(model, "config.json")))
 vocab = config["vocab_size"]

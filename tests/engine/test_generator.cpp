@@ -39,9 +39,12 @@ class FakeRunner : public StepRunner {
     }
     StepOutput out;
     out.ticket = ticket;
+    if (!in.sampling.empty() && in.sampling.size() != in.logit_rows.size()) consistent = false;
     for (size_t j = 0; j < in.logit_rows.size(); ++j) {
       const int64_t i = in.logit_rows[j];
       const TokenRow r = in.batch.rows[size_t(i)];
+      // The random stream's counter is the position of the token being chosen.
+      if (!in.sampling.empty() && in.sampling[j].position != r.pos + 1) consistent = false;
       out.tokens.push_back((3 * in.tokens[size_t(i)] + r.pos) % V);
     }
     queue_.push_back(std::move(out));

@@ -33,7 +33,7 @@ const std::vector<Case> kCases = {
 
 std::vector<KernelIsa> available_isas() {
   std::vector<KernelIsa> v;
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2})
+  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon})
     if (kernel_isa_available(isa)) v.push_back(isa);
   return v;
 }
@@ -106,7 +106,7 @@ BOOST_AUTO_TEST_CASE(bits_independent_of_batch) {
         std::vector<float> alone(size_t(pool_rows * c.rows));
         for (int64_t t = 0; t < pool_rows; ++t)
           k.matmul_rows(Wv, &x[size_t(t * c.cols)], 1, &alone[size_t(t * c.rows)], c.rows, 0, c.rows);
-        for (int64_t n : {1, 3, 17, 64})
+        for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 17, 50, 64})
           for (int64_t offset : {int64_t(0), int64_t(5)}) {
             std::vector<float> y(size_t(n * c.rows));
             k.matmul_rows(Wv, &x[size_t(offset * c.cols)], n, y.data(), c.rows, 0, c.rows);

@@ -54,7 +54,7 @@ BOOST_AUTO_TEST_CASE(matmul_t_matches_float64) {
       std::vector<float> y(size_t(n * c.cols));
       matmul_t_ref(W.view(), x.data(), n, y.data());
       BOOST_TEST_CONTEXT("reference") { check_close(y, y64, s, c.rows); }
-      for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2}) {
+      for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon}) {
         if (!kernel_isa_available(isa)) continue;
         std::fill(y.begin(), y.end(), 0.0f);
         kernel_table(isa).matmul_t_cols(W.view(), x.data(), n, y.data(), 0, c.cols);
@@ -66,7 +66,7 @@ BOOST_AUTO_TEST_CASE(matmul_t_matches_float64) {
 
 BOOST_AUTO_TEST_CASE(matmul_t_bits_independent_of_batch_and_split) {
   const int64_t pool_rows = 64;
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2}) {
+  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon}) {
     if (!kernel_isa_available(isa)) continue;
     const KernelTable& k = kernel_table(isa);
     for (const Case& c : kCases) {

@@ -79,7 +79,7 @@ BOOST_AUTO_TEST_CASE(softmax_matches_float64) {
 }
 
 BOOST_AUTO_TEST_CASE(dot_and_axpy_every_path) {
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2}) {
+  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon}) {
     if (!kernel_isa_available(isa)) continue;
     const KernelTable& k = kernel_table(isa);
     for (int64_t n : {0, 1, 7, 8, 15, 16, 24, 64, 512, 517}) {

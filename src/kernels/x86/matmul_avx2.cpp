@@ -1,11 +1,23 @@
-// AVX2 matmul: y[t][r] = sum_c W[r][c] x[t][c], register tiles of up to
-// 4 rows x 3 tokens sharing each decoded weight vector.
+// AVX2 matmul: y[t][r] = sum_c W[r][c] x[t][c].
 //
-// Per output element, whatever tile it falls in: one 8-lane FMA accumulator
-// per scale group (128 FP8, 32 INT4, the whole row otherwise) over the
-// group's columns in steps of 8; fused into the 8-lane total times the group
-// scale; hsum's fixed tree; then the columns past the last multiple of 8
-// (summed in order, times their scale) added last.
+// Per output element, whatever path or tile it falls in: one 8-lane FMA
+// accumulator per scale group (128 FP8, 32 INT4, the whole row otherwise)
+// over the group's columns in steps of 8; fused into the 8-lane total times
+// the group scale; hsum's fixed tree; then the columns past the last multiple
+// of 8 (summed in order, times their scale) added last. Both paths below
+// perform exactly these operations on exactly these values (weights decode
+// exactly to float), so they give the same bits:
+//
+// - direct: register tiles of 4 rows x up to 3 tokens, weights decoded
+//   straight into registers (once per 3 tokens);
+// - panel (BF16 and FP8, n >= 8): for 4 rows at a time, each group (or
+//   256-column panel of an unscaled row) is decoded once into an L1 buffer of
+//   floats and then streamed from there for every token, 4 rows x 3 tokens
+//   per register tile. It pays where decoding costs more than the buffer's
+//   store and reload (measured: not for F32, INT4, or n < 8).
+#include <cstdint>
+#include <type_traits>
+
 #include "kernels/kernel_table.hpp"
 #include "kernels/x86/avx2_formats.hpp"
 
@@ -62,38 +74,50 @@ __attribute__((noinline)) float tail_sum(const F& f, int64_t r, const float* xt,
   return s * f.scale_at(r, group0);
 }
 
+// y[t][r] = hsum(tot) + the tail columns: the common last step of both paths.
+template <class F>
+inline void finish(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, int64_t r, int64_t t,
+                   __m256 tot) {
+  const int64_t cv = cols & ~int64_t(7);
+  float v = hsum(tot);
+  if (cv < cols) {
+    int64_t group0 = 0;  // first column of the group holding column cv
+    if constexpr (F::kGroup != 0) group0 = (cv / F::kGroup) * F::kGroup;
+    v += tail_sum(f, r, x + t * cols, group0, cv, cols);
+  }
+  y[t * ldy + r] = v;
+}
+
+// ---- direct path ----
+
 template <class F, int RT, int TT>
 void rows_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, int64_t r, int64_t t0) {
   __m256 tot[RT][TT];
   for (int i = 0; i < RT; ++i)
     for (int t = 0; t < TT; ++t) tot[i][t] = _mm256_setzero_ps();
-  int64_t group0 = 0;  // first column of the last (possibly partial) group
+  const int64_t cv = cols & ~int64_t(7);
   if constexpr (F::kGroup == 0) {
-    accumulate<F, RT, TT>(f, cols, x, r, t0, 0, cols & ~int64_t(7), tot);
+    accumulate<F, RT, TT>(f, cols, x, r, t0, 0, cv, tot);
   } else {
     constexpr int64_t G = F::kGroup;
-    for (; group0 + G <= cols; group0 += G) {
+    int64_t g = 0;
+    for (; g + G <= cv; g += G) {  // whole groups: a fixed trip count
       __m256 blk[RT][TT];
       for (int i = 0; i < RT; ++i)
         for (int t = 0; t < TT; ++t) blk[i][t] = _mm256_setzero_ps();
-      accumulate<F, RT, TT>(f, cols, x, r, t0, group0, group0 + G, blk);
-      add_scaled<F, RT, TT>(f, r, group0, blk, tot);
+      accumulate<F, RT, TT>(f, cols, x, r, t0, g, g + G, blk);
+      add_scaled<F, RT, TT>(f, r, g, blk, tot);
     }
-    if (group0 < cols) {  // a partial last group (FP8 with cols % 128 != 0)
+    if (g < cv) {  // a partial last group (FP8, cols % 128 != 0)
       __m256 blk[RT][TT];
       for (int i = 0; i < RT; ++i)
         for (int t = 0; t < TT; ++t) blk[i][t] = _mm256_setzero_ps();
-      accumulate<F, RT, TT>(f, cols, x, r, t0, group0, cols & ~int64_t(7), blk);
-      add_scaled<F, RT, TT>(f, r, group0, blk, tot);
+      accumulate<F, RT, TT>(f, cols, x, r, t0, g, cv, blk);
+      add_scaled<F, RT, TT>(f, r, g, blk, tot);
     }
   }
-  const int64_t cv = cols & ~int64_t(7);
   for (int i = 0; i < RT; ++i)
-    for (int t = 0; t < TT; ++t) {
-      float v = hsum(tot[i][t]);
-      if (cv < cols) v += tail_sum(f, r + i, x + (t0 + t) * cols, group0 < cols ? group0 : group0 - F::kGroup, cv, cols);
-      y[(t0 + t) * ldy + r + i] = v;
-    }
+    for (int t = 0; t < TT; ++t) finish(f, cols, x, y, ldy, r + i, t0 + t, tot[i][t]);
 }
 
 template <class F>
@@ -105,7 +129,8 @@ struct RowTiles {
 };
 
 template <class F>
-void rows(const F& f, int64_t cols, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+void rows_direct(const F& f, int64_t cols, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
+                 int64_t r1) {
   static constexpr const RowsTileFn<F>* by_rows[kMaxRows] = {RowTiles<F, 1>::fns, RowTiles<F, 2>::fns,
                                                              RowTiles<F, 3>::fns, RowTiles<F, 4>::fns};
   for (int64_t r = r0; r < r1; r += kMaxRows) {
@@ -114,10 +139,123 @@ void rows(const F& f, int64_t cols, const float* x, int64_t n, float* y, int64_t
   }
 }
 
+// ---- panel path ----
+
+constexpr int64_t kPanelCols = 256;  // columns per decoded panel of an unscaled row
+constexpr int64_t kTokBlock = 48;    // tokens whose running sums are kept per row tile
+
+// Smallest n that takes the panel path (bench_matmul, 4096 x 4096, 1 thread).
+template <class F>
+constexpr int64_t panel_min_tokens() {
+  return std::is_same_v<F, Fp8Format> || std::is_same_v<F, Bf16Format> ? 8 : INT64_MAX;
+}
+
+// A whole number of scale groups (INT4: 4 groups of 32), or kPanelCols unscaled.
+template <class F>
+constexpr int64_t panel_width() {
+  return F::kGroup == 0 ? kPanelCols : F::kGroup >= 128 ? F::kGroup : 128;
+}
+
+// buf[i][0, c1 - c0) = W[r+i][c0, c1) decoded (c1 - c0 a multiple of 8).
+template <class F, int RT>
+inline void decode_panel(const F& f, int64_t r, int64_t c0, int64_t c1, float* buf) {
+  constexpr int64_t P = panel_width<F>();
+  for (int i = 0; i < RT; ++i) {
+    int64_t c = c0;
+    if constexpr (requires(__m256 a) { f.load16(r, c, a, a); }) {
+      for (; c + 16 <= c1; c += 16) {
+        __m256 lo, hi;
+        f.load16(r + i, c, lo, hi);
+        _mm256_store_ps(buf + i * P + (c - c0), lo);
+        _mm256_store_ps(buf + i * P + (c - c0) + 8, hi);
+      }
+    }
+    for (; c < c1; c += 8) _mm256_store_ps(buf + i * P + (c - c0), f.load(r + i, c));
+  }
+}
+
+// acc[i][t] += buf[i][k] * x[t][k] over the chunks of k in [0, len).
+template <int RT, int TT>
+inline void panel_tile(const float* buf, int64_t P, const float* x, int64_t ldx, int64_t len,
+                       __m256 (&acc)[RT][TT]) {
+  for (int64_t k = 0; k < len; k += 8) {
+    for (int t = 0; t < TT; ++t) {
+      const __m256 xv = _mm256_loadu_ps(x + t * ldx + k);
+      for (int i = 0; i < RT; ++i) acc[i][t] = _mm256_fmadd_ps(_mm256_load_ps(buf + i * P + k), xv, acc[i][t]);
+    }
+  }
+}
+
+// Rows [r, r + RT) for tokens [t0, t1), t1 - t0 <= kTokBlock.
+template <class F, int RT>
+void rows_panel_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, int64_t r, int64_t t0,
+                     int64_t t1) {
+  constexpr int64_t P = panel_width<F>();
+  alignas(32) float buf[RT * P];
+  __m256 tot[RT][kTokBlock];  // per (row, token): the running 8-lane total
+  const int64_t nt = t1 - t0;
+  for (int i = 0; i < RT; ++i)
+    for (int64_t t = 0; t < nt; ++t) tot[i][t] = _mm256_setzero_ps();
+  const int64_t cv = cols & ~int64_t(7);
+  for (int64_t g = 0; g < cv; g += P) {
+    const int64_t g1 = min64(g + P, cv);
+    decode_panel<F, RT>(f, r, g, g1, buf);
+    auto run = [&]<int TT>(int64_t t) {
+      const float* xt = x + (t0 + t) * cols;
+      if constexpr (F::kGroup == 0) {
+        __m256 acc[RT][TT];
+        for (int i = 0; i < RT; ++i)
+          for (int u = 0; u < TT; ++u) acc[i][u] = tot[i][t + u];
+        panel_tile<RT, TT>(buf, P, xt + g, cols, g1 - g, acc);
+        for (int i = 0; i < RT; ++i)
+          for (int u = 0; u < TT; ++u) tot[i][t + u] = acc[i][u];
+      } else {
+        for (int64_t q = g; q < g1; q += F::kGroup) {  // each scale group of the panel in turn
+          __m256 acc[RT][TT];
+          for (int i = 0; i < RT; ++i)
+            for (int u = 0; u < TT; ++u) acc[i][u] = _mm256_setzero_ps();
+          panel_tile<RT, TT>(buf + (q - g), P, xt + q, cols, min64(q + F::kGroup, g1) - q, acc);
+          for (int i = 0; i < RT; ++i) {
+            const __m256 s = _mm256_set1_ps(f.scale_at(r + i, q));
+            for (int u = 0; u < TT; ++u) tot[i][t + u] = _mm256_fmadd_ps(acc[i][u], s, tot[i][t + u]);
+          }
+        }
+      }
+    };
+    int64_t t = 0;
+    for (; t + 3 <= nt; t += 3) run.template operator()<3>(t);
+    if (nt - t == 2) run.template operator()<2>(t);
+    if (nt - t == 1) run.template operator()<1>(t);
+  }
+  for (int i = 0; i < RT; ++i)
+    for (int64_t t = 0; t < nt; ++t) finish(f, cols, x, y, ldy, r + i, t0 + t, tot[i][t]);
+}
+
+template <class F>
+void rows_panel(const F& f, int64_t cols, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
+                int64_t r1) {
+  for (int64_t t0 = 0; t0 < n; t0 += kTokBlock) {
+    const int64_t t1 = min64(n, t0 + kTokBlock);
+    int64_t r = r0;
+    for (; r + kMaxRows <= r1; r += kMaxRows) rows_panel_tile<F, kMaxRows>(f, cols, x, y, ldy, r, t0, t1);
+    switch (r1 - r) {
+      case 3: rows_panel_tile<F, 3>(f, cols, x, y, ldy, r, t0, t1); break;
+      case 2: rows_panel_tile<F, 2>(f, cols, x, y, ldy, r, t0, t1); break;
+      case 1: rows_panel_tile<F, 1>(f, cols, x, y, ldy, r, t0, t1); break;
+      default: break;
+    }
+  }
+}
+
 }  // namespace
 
 void matmul_rows(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  with_decoder(W, [&](const auto& f) { rows(f, W.cols, x, n, y, ldy, r0, r1); });
+  with_decoder(W, [&](const auto& f) {
+    if (n < panel_min_tokens<std::decay_t<decltype(f)>>())
+      rows_direct(f, W.cols, x, n, y, ldy, r0, r1);
+    else
+      rows_panel(f, W.cols, x, n, y, ldy, r0, r1);
+  });
 }
 
 }  // namespace avx2

@@ -1,0 +1,27 @@
+// Text prompts and chat messages for `generate`: the model directory's
+// tokenizer and chat template, wrapped as the engine's PromptCodec and
+// TokenDecoder callbacks (the engine itself depends on neither).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "engine/request.hpp"
+#include "engine/result_format.hpp"
+
+namespace trillion::app {
+
+struct TextSupport {
+  PromptCodec codec;       // empty callbacks when the directory lacks the files
+  TokenDecoder decode;     // ids -> text (special tokens dropped), or empty
+  std::string note;        // what was loaded, for the log
+  std::shared_ptr<void> keep_alive;  // owns the tokenizer and template
+};
+
+// Loads MODEL_DIR's tokenizer (tokenizer.json or tiktoken.model) and chat
+// template (chat_template.jinja or tokenizer_config.json) when present.
+// Plain text prompts get BOS prepended when tokenizer_config.json says
+// add_bos_token (as Hugging Face's completions path does); chat prompts get
+// exactly what the template renders.
+TextSupport load_text_support(const std::string& model_dir);
+
+}  // namespace trillion::app

@@ -1,0 +1,132 @@
+// Boost-free kernel test (for cross-built targets run under qemu, where no
+// Boost exists): every available path against float64 within the rounding
+// bound, and the determinism contract (bits independent of n, of the other
+// rows of x and of the row/column split). Prints "N passed, N failed".
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "kernels/kernel_table.hpp"
+#include "kernels/matmul.hpp"
+#include "random_matrix.hpp"
+
+using namespace trillion;
+using namespace trillion::test;
+
+namespace {
+
+int passed = 0, failed = 0;
+
+void check(bool ok, const char* what, const char* isa, MatFormat f, int64_t rows, int64_t cols, int64_t n = 0) {
+  if (ok) {
+    ++passed;
+    return;
+  }
+  ++failed;
+  std::printf("FAIL %s [%s %s %lldx%lld n=%lld]\n", what, isa, format_name(f), (long long)rows, (long long)cols,
+              (long long)n);
+}
+
+bool within_bound(const std::vector<float>& y, const std::vector<double>& y64, const std::vector<double>& s,
+                  int64_t k) {
+  const double u = std::ldexp(1.0, -24);
+  for (size_t i = 0; i < y.size(); ++i)
+    if (!(std::fabs(double(y[i]) - y64[i]) <= double(k + 4) * u * s[i] + 1e-30)) return false;
+  return true;
+}
+
+bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+
+struct Case {
+  MatFormat format;
+  int64_t rows, cols;
+};
+
+const Case kCases[] = {
+    {MatFormat::F32, 5, 13},         {MatFormat::F32, 64, 256},       {MatFormat::BF16, 7, 200},
+    {MatFormat::BF16, 9, 203},       {MatFormat::BF16, 33, 1000},     {MatFormat::FP8_B128, 300, 260},
+    {MatFormat::FP8_B128, 130, 128}, {MatFormat::FP8_B128, 257, 385}, {MatFormat::FP8_B128, 3, 7},
+    {MatFormat::INT4_G32, 7, 96},    {MatFormat::INT4_G32, 40, 256},  {MatFormat::INT4_G32, 1, 32},
+};
+
+void test_case(KernelIsa isa, const Case& c) {
+  const char* name = to_string(isa);
+  const KernelTable& k = kernel_table(isa);
+  RandomMatrix W(c.format, c.rows, c.cols, 5);
+  const QMatrix Wv = W.view();
+  const int64_t pool_rows = 70;
+  auto x = random_floats(pool_rows * c.cols, 6, -2.0f, 2.0f);
+  // Accuracy, 17 tokens.
+  {
+    const int64_t n = 17;
+    std::vector<float> xs(x.begin(), x.begin() + n * c.cols), y(size_t(n * c.rows));
+    std::vector<double> y64, s;
+    matmul_f64(W, xs, n, y64, s);
+    k.matmul_rows(Wv, xs.data(), n, y.data(), c.rows, 0, c.rows);
+    check(within_bound(y, y64, s, c.cols), "matmul accuracy", name, c.format, c.rows, c.cols, n);
+  }
+  // Bits independent of n and of the offset among other tokens.
+  std::vector<float> alone(size_t(pool_rows * c.rows));
+  for (int64_t t = 0; t < pool_rows; ++t)
+    k.matmul_rows(Wv, &x[size_t(t * c.cols)], 1, &alone[size_t(t * c.rows)], c.rows, 0, c.rows);
+  for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 17, 64})
+    for (int64_t offset : {int64_t(0), int64_t(5)}) {
+      std::vector<float> y(size_t(n * c.rows));
+      k.matmul_rows(Wv, &x[size_t(offset * c.cols)], n, y.data(), c.rows, 0, c.rows);
+      check(same_bits(y.data(), &alone[size_t(offset * c.rows)], y.size()), "matmul bits vs n=1", name, c.format,
+            c.rows, c.cols, n);
+    }
+  // Any split of the rows gives the same bits.
+  std::vector<float> split(size_t(17 * c.rows));
+  for (int64_t r0 = 0; r0 < c.rows;) {
+    const int64_t r1 = std::min(c.rows, r0 + 1 + (r0 * 7) % 5);
+    k.matmul_rows(Wv, x.data(), 17, split.data(), c.rows, r0, r1);
+    r0 = r1;
+  }
+  check(same_bits(split.data(), alone.data(), split.size()), "matmul row split", name, c.format, c.rows, c.cols, 17);
+  // Transposed product: accuracy and bits independent of n and column split.
+  {
+    auto xt = random_floats(9 * c.rows, 7, -2.0f, 2.0f);
+    std::vector<double> y64, s;
+    matmul_t_f64(W, xt, 9, y64, s);
+    std::vector<float> y(size_t(9 * c.cols)), one(size_t(c.cols));
+    k.matmul_t_cols(Wv, xt.data(), 9, y.data(), 0, c.cols);
+    check(within_bound(y, y64, s, c.rows), "matmul_t accuracy", name, c.format, c.rows, c.cols, 9);
+    bool same = true;
+    for (int64_t t = 0; t < 9; ++t) {
+      k.matmul_t_cols(Wv, &xt[size_t(t * c.rows)], 1, one.data(), 0, c.cols);
+      same = same && same_bits(one.data(), &y[size_t(t * c.cols)], one.size());
+    }
+    check(same, "matmul_t bits vs n=1", name, c.format, c.rows, c.cols, 9);
+    std::vector<float> ys(y.size());
+    for (int64_t c0 = 0; c0 < c.cols; c0 += 32) k.matmul_t_cols(Wv, xt.data(), 9, ys.data(), c0, std::min(c.cols, c0 + 32));
+    check(same_bits(ys.data(), y.data(), y.size()), "matmul_t column split", name, c.format, c.rows, c.cols, 9);
+  }
+  // The path agrees with the scalar reference within the bound (already by float64); dot and axpy.
+  {
+    auto a = random_floats(1001, 8), b = random_floats(1001, 9);
+    double d64 = 0, s = 0;
+    for (size_t i = 0; i < a.size(); ++i) d64 += double(a[i]) * b[i], s += std::fabs(double(a[i]) * b[i]);
+    const float d = k.dot(a.data(), b.data(), int64_t(a.size()));
+    check(std::fabs(d - d64) <= 1005 * std::ldexp(1.0, -24) * s, "dot accuracy", name, c.format, 1, 1001);
+    std::vector<float> yv(b);
+    k.axpy(0.5f, a.data(), yv.data(), int64_t(a.size()));
+    bool ok = true;
+    for (size_t i = 0; i < a.size(); ++i) ok = ok && std::fabs(yv[i] - (b[i] + 0.5 * a[i])) <= 1e-6;
+    check(ok, "axpy", name, c.format, 1, 1001);
+  }
+}
+
+}  // namespace
+
+int main() {
+  std::printf("kernel path of this process: %s\n", to_string(kernel_isa()));
+  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon}) {
+    if (!kernel_isa_available(isa)) continue;
+    for (const Case& c : kCases) test_case(isa, c);
+  }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
