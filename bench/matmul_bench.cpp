@@ -32,7 +32,7 @@ Owned make(MatFormat f, int64_t rows, int64_t cols) {
   o.m.rows = rows;
   o.m.cols = cols;
   const int64_t n = rows * cols;
-  const int64_t bytes = f == MatFormat::F32 ? 4 * n : f == MatFormat::BF16 ? 2 * n : f == MatFormat::FP8_B128 ? n : n / 2;
+  const int64_t bytes = f == MatFormat::F32 ? 4 * n : f == MatFormat::BF16 ? 2 * n : (f == MatFormat::FP8_B128 || f == MatFormat::INT8_G32) ? n : n / 2;
   o.data.resize(size_t(bytes));
   for (auto& b : o.data) b = uint8_t(rng() & 0x3f);  // small finite values in every format
   if (f == MatFormat::FP8_B128) {
@@ -40,8 +40,8 @@ Owned make(MatFormat f, int64_t rows, int64_t cols) {
     o.scale.resize(size_t(4 * ((rows + 127) / 128) * o.m.scale_cols));
     float* s = reinterpret_cast<float*>(o.scale.data());
     for (size_t i = 0; i < o.scale.size() / 4; ++i) s[i] = 1e-3f;
-  } else if (f == MatFormat::INT4_G32) {
-    o.m.scale_cols = cols / 32;
+  } else if (f == MatFormat::INT4_G32 || f == MatFormat::INT8_G32) {
+    o.m.scale_cols = (cols + 31) / 32;
     o.scale.resize(size_t(2 * rows * o.m.scale_cols));
     uint16_t* s = reinterpret_cast<uint16_t*>(o.scale.data());
     for (size_t i = 0; i < o.scale.size() / 2; ++i) s[i] = f32_to_bf16(0.05f);
@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
   // GB/s: weight bytes per call / call time (each call streams the weights once).
   std::printf("%-9s %9s %9s %9s %12s %9s %12s %13s\n", "format", "n=1 GB/s", "n=1 Gw/s", "n=4 GB/s",
               "n=4 GFLOP/s", "n=8 GB/s", "n=8 GFLOP/s", "n=32 GFLOP/s");
-  for (MatFormat f : {MatFormat::F32, MatFormat::BF16, MatFormat::FP8_B128, MatFormat::INT4_G32}) {
+  for (MatFormat f : {MatFormat::F32, MatFormat::BF16, MatFormat::FP8_B128, MatFormat::INT4_G32,
+                      MatFormat::INT8_G32}) {
     Owned o = make(f, rows, cols);
     std::vector<float> x(size_t(32 * cols), 0.01f), y(size_t(32 * rows));
     const double t1 = seconds_per_call(o.m, x, 1, y, pool);
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
     const double t8 = seconds_per_call(o.m, x, 8, y, pool);
     const double t32 = seconds_per_call(o.m, x, 32, y, pool);
     const double flop = 2.0 * double(rows) * double(cols);
-    const char* name = f == MatFormat::F32 ? "F32" : f == MatFormat::BF16 ? "BF16" : f == MatFormat::FP8_B128 ? "FP8_B128" : "INT4_G32";
+    const char* name = f == MatFormat::F32 ? "F32" : f == MatFormat::BF16 ? "BF16" : f == MatFormat::FP8_B128 ? "FP8_B128" : f == MatFormat::INT4_G32 ? "INT4_G32" : "INT8_G32";
     const double bytes = double(qmatrix_bytes(o.m));
     std::printf("%-9s %9.1f %9.2f %9.1f %12.1f %9.1f %12.1f %13.1f\n", name, bytes / t1 / 1e9,
                 double(rows * cols) / t1 / 1e9, bytes / t4 / 1e9, 4 * flop / t4 / 1e9, bytes / t8 / 1e9,

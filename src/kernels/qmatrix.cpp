@@ -30,6 +30,10 @@ QMatrix QMatrix::row_range(int64_t r0, int64_t n) const {
       m.data = static_cast<const uint32_t*>(data) + r0 * (cols / 8);
       m.scale = static_cast<const uint16_t*>(scale) + r0 * scale_cols;
       break;
+    case MatFormat::INT8_G32:
+      m.data = static_cast<const int8_t*>(data) + r0 * cols;
+      m.scale = static_cast<const uint16_t*>(scale) + r0 * scale_cols;
+      break;
   }
   return m;
 }
@@ -41,6 +45,7 @@ int64_t qmatrix_bytes(const QMatrix& W) {
     case MatFormat::BF16: return 2 * n;
     case MatFormat::FP8_B128: return n + 4 * ((W.rows + 127) / 128) * ((W.cols + 127) / 128);
     case MatFormat::INT4_G32: return n / 2 + 2 * W.rows * (W.cols / 32);
+    case MatFormat::INT8_G32: return n + 2 * W.rows * ((W.cols + 31) / 32);
   }
   return 0;
 }
@@ -58,6 +63,10 @@ void check_qmatrix(const QMatrix& W) {
     if (W.cols % 32) fail("INT4 needs cols % 32 == 0");
     if (!W.scale && W.rows > 0) fail("INT4 without group scales");
     if (W.scale_cols < W.cols / 32) fail("INT4 scale_cols too small");
+  }
+  if (W.format == MatFormat::INT8_G32) {
+    if (!W.scale && W.rows > 0) fail("INT8 without group scales");
+    if (W.scale_cols < (W.cols + 31) / 32) fail("INT8 scale_cols too small");
   }
 }
 

@@ -13,6 +13,9 @@ enum class MatFormat : uint8_t {
   INT4_G32,  // data: uint32[rows*cols/8], 8 values per word, value j of a word at bits 4j..4j+3,
              //   stored as q+8 (q in [-8,7]); scale: uint16 bf16[rows][scale_cols],
              //   W[r][c] = (nibble - 8) * bf16(scale[r][c/32]); cols % 32 == 0
+  INT8_G32,  // data: int8 q[rows*cols] (q in [-127, 127]); scale: uint16 bf16[rows][scale_cols],
+             //   scale_cols >= ceil(cols/32), W[r][c] = q * bf16(scale[r][c/32]); any cols
+             //   (the last group may be partial). `trillion convert --quantize int8`.
 };
 
 struct QMatrix {

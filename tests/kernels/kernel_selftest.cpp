@@ -49,6 +49,8 @@ const Case kCases[] = {
     {MatFormat::BF16, 9, 203},       {MatFormat::BF16, 33, 1000},     {MatFormat::FP8_B128, 300, 260},
     {MatFormat::FP8_B128, 130, 128}, {MatFormat::FP8_B128, 257, 385}, {MatFormat::FP8_B128, 3, 7},
     {MatFormat::INT4_G32, 7, 96},    {MatFormat::INT4_G32, 40, 256},  {MatFormat::INT4_G32, 1, 32},
+    {MatFormat::INT8_G32, 7, 96},    {MatFormat::INT8_G32, 33, 203},  {MatFormat::INT8_G32, 5, 1000},
+    {MatFormat::INT8_G32, 1, 7},
 };
 
 void test_case(KernelIsa isa, const Case& c) {

@@ -13,6 +13,7 @@ const char* format_name(MatFormat f) {
     case MatFormat::BF16: return "BF16";
     case MatFormat::FP8_B128: return "FP8_B128";
     case MatFormat::INT4_G32: return "INT4_G32";
+    case MatFormat::INT8_G32: return "INT8_G32";
   }
   return "?";
 }
@@ -65,6 +66,20 @@ RandomMatrix::RandomMatrix(MatFormat format_, int64_t rows_, int64_t cols_, uint
       }
       break;
     }
+    case MatFormat::INT8_G32: {
+      data.resize(size_t(n));
+      for (auto& b : data) {
+        do b = uint8_t(rng()); while (b == 0x80);  // q in [-127, 127]
+      }
+      scale_cols = (cols + 31) / 32;
+      scale.resize(size_t(2 * rows * scale_cols));
+      std::uniform_real_distribution<float> us(0.001f, 0.02f);
+      for (int64_t i = 0; i < rows * scale_cols; ++i) {
+        uint16_t h = f32_to_bf16(us(rng));
+        std::memcpy(&scale[size_t(2 * i)], &h, 2);
+      }
+      break;
+    }
   }
 }
 
@@ -94,6 +109,11 @@ double RandomMatrix::value(int64_t r, int64_t c) const {
       uint16_t h;
       std::memcpy(&h, &scale[size_t(2 * (r * scale_cols + c / 32))], 2);
       return double(nib - 8) * double(bf16_to_f32(h));
+    }
+    case MatFormat::INT8_G32: {
+      uint16_t h;
+      std::memcpy(&h, &scale[size_t(2 * (r * scale_cols + c / 32))], 2);
+      return double(int8_t(data[size_t(i)])) * double(bf16_to_f32(h));
     }
   }
   return 0.0;

@@ -102,6 +102,23 @@ struct Int4Format {
   float scale_at(int64_t r, int64_t c) const { return bf16_value(s[r * scale_cols + (c >> 5)]); }
 };
 
+// int8: q as stored, one bf16 scale per 32 columns of a row.
+struct Int8Format {
+  static constexpr int64_t kGroup = 32;
+  const int8_t* d;
+  const uint16_t* s;
+  int64_t cols, scale_cols;
+  explicit Int8Format(const QMatrix& W)
+      : d(static_cast<const int8_t*>(W.data)), s(static_cast<const uint16_t*>(W.scale)), cols(W.cols),
+        scale_cols(W.scale_cols) {}
+  V8 load(int64_t r, int64_t c) const {
+    const int16x8_t h = vmovl_s8(vld1_s8(d + r * cols + c));
+    return {vcvtq_f32_s32(vmovl_s16(vget_low_s16(h))), vcvtq_f32_s32(vmovl_s16(vget_high_s16(h)))};
+  }
+  float at(int64_t r, int64_t c) const { return float(d[r * cols + c]); }
+  float scale_at(int64_t r, int64_t c) const { return bf16_value(s[r * scale_cols + (c >> 5)]); }
+};
+
 template <class Fn>
 void with_decoder(const QMatrix& W, Fn&& fn) {
   switch (W.format) {
@@ -109,6 +126,7 @@ void with_decoder(const QMatrix& W, Fn&& fn) {
     case MatFormat::BF16: fn(Bf16Format(W)); return;
     case MatFormat::FP8_B128: fn(Fp8Format(W)); return;
     case MatFormat::INT4_G32: fn(Int4Format(W)); return;
+    case MatFormat::INT8_G32: fn(Int8Format(W)); return;
   }
 }
 

@@ -1,4 +1,4 @@
-// AVX2 decoders of the four weight formats: 8 consecutive columns of one row
+// AVX2 decoders of the five weight formats: 8 consecutive columns of one row
 // to 8 floats in a register. Included only by files built with
 // -mavx2 -mfma -mf16c; everything here has internal linkage, so no
 // AVX2-compiled inline function can leak into portable code through the linker.
@@ -112,6 +112,23 @@ struct Int4Format {
   float scale_at(int64_t r, int64_t c) const { return bf16_value(s[r * scale_cols + (c >> 5)]); }
 };
 
+// int8: q as stored, one bf16 scale per 32 columns of a row.
+struct Int8Format {
+  static constexpr int64_t kGroup = 32;
+  const int8_t* d;
+  const uint16_t* s;
+  int64_t cols, scale_cols;
+  explicit Int8Format(const QMatrix& W)
+      : d(static_cast<const int8_t*>(W.data)), s(static_cast<const uint16_t*>(W.scale)), cols(W.cols),
+        scale_cols(W.scale_cols) {}
+  __m256 load(int64_t r, int64_t c) const {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(d + r * cols + c));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+  }
+  float at(int64_t r, int64_t c) const { return float(d[r * cols + c]); }
+  float scale_at(int64_t r, int64_t c) const { return bf16_value(s[r * scale_cols + (c >> 5)]); }
+};
+
 // Calls fn(Format(W)) with the decoder of W's format.
 template <class Fn>
 void with_decoder(const QMatrix& W, Fn&& fn) {
@@ -120,6 +137,7 @@ void with_decoder(const QMatrix& W, Fn&& fn) {
     case MatFormat::BF16: fn(Bf16Format(W)); return;
     case MatFormat::FP8_B128: fn(Fp8Format(W)); return;
     case MatFormat::INT4_G32: fn(Int4Format(W)); return;
+    case MatFormat::INT8_G32: fn(Int8Format(W)); return;
   }
 }
 
