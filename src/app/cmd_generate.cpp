@@ -52,7 +52,10 @@ int generate_on_rank0(Cluster& cluster, const RunOptions& ro, const std::string&
   ctx.created = int64_t(std::time(nullptr));
   ctx.decode = text.decode;
 
-  Generator gen(runner, cluster.config(), GeneratorOptions{ro.step_tokens});
+  GeneratorOptions gopts;
+  gopts.step_tokens = ro.step_tokens;
+  gopts.text_stream = text.text_stream;  // stop strings are matched here, on rank 0, which runs the generator
+  Generator gen(runner, cluster.config(), gopts);
   int64_t generated = 0;
   const auto t0 = std::chrono::steady_clock::now();
   gen.run(runnable, [&](const GenerationResult& r) {

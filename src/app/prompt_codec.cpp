@@ -31,6 +31,18 @@ bool add_bos_token(const std::filesystem::path& dir) {
   }
 }
 
+// The tokenizer's StreamDecoder, dropping special tokens as `decode` does, so
+// the pieces of a sequence concatenate to its decoded text.
+class TokenizerStream : public TokenTextStream {
+ public:
+  explicit TokenizerStream(const Tokenizer& tok) : d_(tok, /*skip_special=*/true) {}
+  std::string push(int32_t id) override { return d_.push(id); }
+  std::string flush() override { return d_.flush(); }
+
+ private:
+  StreamDecoder d_;
+};
+
 }  // namespace
 
 TextSupport load_text_support(const std::string& model_dir) {
@@ -63,6 +75,8 @@ TextSupport load_text_support(const std::string& model_dir) {
     t.codec.encode = [l](const std::string& text) { return l->tok->encode(text, /*allow_special=*/true); };
     if (l->add_bos) t.codec.text_bos = *l->tok->bos_id;
     t.decode = [l](const std::vector<int32_t>& ids) { return l->tok->decode(ids, /*skip_special=*/true); };
+    t.text_stream = [l]() -> std::unique_ptr<TokenTextStream> { return std::make_unique<TokenizerStream>(*l->tok); };
+    t.codec.can_decode = true;
   }
   if (l->chat) {
     // The rendered text already holds BOS and the role markers: it is encoded as is.

@@ -7,12 +7,14 @@
 
 #include "engine/request.hpp"
 #include "engine/result_format.hpp"
+#include "engine/stop_strings.hpp"
 
 namespace trillion::app {
 
 struct TextSupport {
   PromptCodec codec;       // empty callbacks when the directory lacks the files
   TokenDecoder decode;     // ids -> text (special tokens dropped), or empty
+  TextStreamFactory text_stream;  // the same text a token at a time (stop strings), or empty
   std::string note;        // what was loaded, for the log
   std::shared_ptr<void> keep_alive;  // owns the tokenizer and template
 };

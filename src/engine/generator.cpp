@@ -4,6 +4,8 @@
 #include <chrono>
 #include <deque>
 
+#include "common/error.hpp"
+
 namespace trillion {
 
 namespace {
@@ -16,6 +18,8 @@ struct Sequence {
   std::vector<int32_t> generated;
   std::vector<float> logprobs;
   std::vector<std::vector<TokenLogprob>> top_logprobs;
+  std::unique_ptr<TokenTextStream> stream;  // with stop strings only
+  std::unique_ptr<StopMatcher> stop;
   bool prefilling() const { return cached < int64_t(req->prompt_token_ids.size()); }
 };
 
@@ -50,12 +54,17 @@ void Generator::run(const std::vector<const GenerateRequest*>& requests,
       const GenerateRequest* r = pending.front();
       pending.pop_front();
       if (r->max_tokens == 0) {  // nothing to generate: no forward pass needed
-        done(GenerationResult{r, {}, {}, {}, "length"});
+        done(GenerationResult{r, {}, {}, {}, "length", std::nullopt});
         continue;
       }
       Sequence s;
       s.req = r;
       s.tokens = r->prompt_token_ids;
+      if (!r->stop.empty()) {
+        if (!opts_.text_stream) throw Error("request \"" + r->id + "\" has stop strings but there is no tokenizer");
+        s.stream = opts_.text_stream();
+        s.stop = std::make_unique<StopMatcher>(r->stop);
+      }
       s.slot = g.free_slots.back();
       g.free_slots.pop_back();
       g.active.push_back(std::move(s));
@@ -127,14 +136,23 @@ void Generator::run(const std::vector<const GenerateRequest*>& requests,
         s.top_logprobs.push_back(i < out.top_logprobs.size() ? out.top_logprobs[i] : std::vector<TokenLogprob>{});
       }
       const char* reason = nullptr;
-      if (std::find(cfg_.eos_token_ids.begin(), cfg_.eos_token_ids.end(), tok) != cfg_.eos_token_ids.end())
+      if (s.stop && s.stop->push(s.stream->push(tok)))
+        reason = "stop";  // the stop string is cut from the text; the token that completed it stays
+      else if (std::find(cfg_.eos_token_ids.begin(), cfg_.eos_token_ids.end(), tok) != cfg_.eos_token_ids.end())
         reason = "stop";
       else if (int64_t(s.generated.size()) >= s.req->max_tokens)
         reason = "length";
       else if (int64_t(s.tokens.size()) >= max_len)
         reason = "length";  // the context is full
       if (reason) {
-        done(GenerationResult{s.req, s.generated, s.logprobs, s.top_logprobs, reason});
+        GenerationResult res{s.req, s.generated, s.logprobs, s.top_logprobs, reason, std::nullopt};
+        if (s.stop) {
+          // An unfinished character at the end may still complete a stop string's bytes.
+          if (!s.stop->stopped() && s.stop->push(s.stream->flush())) res.finish_reason = "stop";
+          s.stop->finish();
+          res.text = s.stop->text();
+        }
+        done(res);
         g.free_slots.push_back(s.slot);
         s.req = nullptr;
       }

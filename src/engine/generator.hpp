@@ -9,12 +9,14 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "config/model_config.hpp"
 #include "engine/request.hpp"
 #include "engine/step_runner.hpp"
+#include "engine/stop_strings.hpp"
 
 namespace trillion {
 
@@ -23,11 +25,16 @@ struct GenerationResult {
   std::vector<int32_t> token_ids;  // generated ids (EOS included when it ended the sequence)
   std::vector<float> logprobs;     // [token_ids] when the request asked for logprobs, else empty
   std::vector<std::vector<TokenLogprob>> top_logprobs;  // [token_ids] when it asked for top_logprobs
-  std::string finish_reason;       // "stop" (EOS) | "length" (max_tokens or context)
+  std::string finish_reason;       // "stop" (EOS or a stop string) | "length" (max_tokens or context)
+  // Requests with stop strings: the text, cut right before the stop string
+  // (token_ids then end with the token that completed it). Unset otherwise:
+  // the text is the decoded token_ids.
+  std::optional<std::string> text;
 };
 
 struct GeneratorOptions {
   int64_t step_tokens = 256;  // prefill rows per step (decode rows always fit)
+  TextStreamFactory text_stream;  // detokenizer for stop strings; requests with `stop` need it
 };
 
 struct GeneratorStats {

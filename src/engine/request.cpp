@@ -235,17 +235,23 @@ Parsed<GenerateRequest> parse_generate_request(const JsonlLine& line, int64_t vo
         r.max_tokens = it->get<int64_t>();
       }
     }
+    // "stop": a string or an array of strings (OpenAI: at most 4).
     if (auto it = f.find("stop"); it != f.end() && !it->is_null()) {
+      const char* bad = "\"stop\" must be a string or an array of strings";
       if (it->is_string()) {
         r.stop.push_back(it->get<std::string>());
       } else if (it->is_array()) {
         for (const json& s : *it) {
-          if (!s.is_string()) throw std::string("\"stop\" must be a string or an array of strings");
+          if (!s.is_string()) throw std::string(bad);
           r.stop.push_back(s.get<std::string>());
         }
       } else {
-        throw std::string("\"stop\" must be a string or an array of strings");
+        throw std::string(bad);
       }
+      if (r.form != RequestForm::plain && r.stop.size() > 4)
+        throw std::string("\"stop\" has ") + std::to_string(r.stop.size()) + " strings; the OpenAI form allows up to 4";
+      for (const auto& s : r.stop)
+        if (s.empty()) throw std::string("\"stop\" strings must not be empty");
     }
     if (auto it = f.find("model"); it != f.end() && !it->is_null()) {
       if (!it->is_string()) throw std::string("\"model\" must be a string");
@@ -262,12 +268,14 @@ Parsed<GenerateRequest> parse_generate_request(const JsonlLine& line, int64_t vo
 void tokenize_prompts(std::vector<Parsed<GenerateRequest>>& requests, const PromptCodec* codec, int64_t vocab_size,
                       int64_t max_len) {
   const bool can_encode = codec && codec->encode, can_chat = can_encode && codec->render_chat;
+  const bool can_decode = codec && codec->can_decode;
   for (auto& p : requests) {
     auto* r = std::get_if<GenerateRequest>(&p);
     if (!r) continue;
     auto fail = [&](const std::string& message) { p = RequestError{r->line, r->id, message, r->form, true}; };
-    if (!r->stop.empty()) {
-      fail("\"stop\" strings are not supported yet (they need the tokenizer's streaming decoder)");
+    if (!r->stop.empty() && !can_decode) {
+      fail("\"stop\" strings need the model's tokenizer to read the generated text, and this model directory has "
+           "none (tokenizer.json or tiktoken.model)");
       continue;
     }
     if (!r->needs_tokenizer()) continue;

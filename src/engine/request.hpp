@@ -77,13 +77,14 @@ struct PromptCodec {
   // Prepended to plain text prompts (tokenizer_config.json add_bos_token);
   // a rendered chat carries its own BOS.
   std::optional<int32_t> text_bos;
+  bool can_decode = false;  // generated ids can become text (needed by `stop` strings)
 };
 
 // Fills prompt_token_ids of text and messages requests through `codec`
 // (null: none); a request that needs what the codec lacks, whose prompt
 // renders or encodes to nothing, or longer than `max_len` or with ids
-// outside the vocabulary becomes an error. `stop` strings are not yet
-// detected during generation: such requests are errors too.
+// outside the vocabulary becomes an error. So does a request with `stop`
+// strings when the codec cannot decode (they are matched on the text).
 void tokenize_prompts(std::vector<Parsed<GenerateRequest>>& requests, const PromptCodec* codec, int64_t vocab_size,
                       int64_t max_len);
 

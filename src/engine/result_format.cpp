@@ -21,6 +21,11 @@ json text_of(const ResultContext& ctx, const std::vector<int32_t>& ids) {
   return ctx.decode ? json(ctx.decode(ids)) : json(nullptr);
 }
 
+// A result's text: cut before its stop string when one ended it.
+json result_text(const GenerationResult& r, const ResultContext& ctx) {
+  return r.text ? json(*r.text) : text_of(ctx, r.token_ids);
+}
+
 json plain_record(const GenerationResult& r, const ResultContext& ctx) {
   const GenerateRequest& q = *r.request;
   const int64_t prompt = int64_t(q.prompt_token_ids.size()), completion = int64_t(r.token_ids.size());
@@ -28,7 +33,7 @@ json plain_record(const GenerationResult& r, const ResultContext& ctx) {
               {"token_ids", r.token_ids},
               {"finish_reason", r.finish_reason},
               {"usage", {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}}}};
-  if (ctx.decode) rec["text"] = ctx.decode(r.token_ids);
+  if (ctx.decode || r.text) rec["text"] = result_text(r, ctx);
   if (q.sampling.logprobs) rec["logprobs"] = r.logprobs;
   if (q.sampling.top_logprobs > 0) {
     json top = json::array();
@@ -93,10 +98,10 @@ json openai_record(const GenerationResult& r, const ResultContext& ctx) {
   const bool logprobs = q.sampling.logprobs != 0;
   json choice = {{"index", 0}, {"finish_reason", r.finish_reason}, {"token_ids", r.token_ids}};
   if (chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text_of(ctx, r.token_ids)}};
+    choice["message"] = {{"role", "assistant"}, {"content", result_text(r, ctx)}};
     choice["logprobs"] = logprobs ? chat_logprobs(r, ctx) : json(nullptr);
   } else {
-    choice["text"] = text_of(ctx, r.token_ids);
+    choice["text"] = result_text(r, ctx);
     choice["logprobs"] = logprobs ? completion_logprobs(r, ctx) : json(nullptr);
   }
   const std::string t = tag(q.id);

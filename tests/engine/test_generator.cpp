@@ -93,7 +93,9 @@ BOOST_AUTO_TEST_CASE(results_do_not_depend_on_slots_or_step_budget) {
     for (int64_t budget : {1, 3, 256}) {
      for (int in_flight : {1, 2, 3}) {
       FakeRunner runner(slots, 40, in_flight);
-      Generator gen(runner, cfg, GeneratorOptions{budget});
+      GeneratorOptions opts;
+      opts.step_tokens = budget;
+      Generator gen(runner, cfg, opts);
       std::map<std::string, GenerationResult> got;
       gen.run(ptrs, [&](const GenerationResult& r) { got[r.request->id] = r; });
       BOOST_TEST(runner.consistent);

@@ -79,6 +79,18 @@ BOOST_AUTO_TEST_CASE(text_and_messages_are_carried_then_rejected_without_tokeniz
   BOOST_TEST(std::get<GenerateRequest>(copy[0]).prompt_token_ids.size() == 7u);  // "user:hi"
   BOOST_TEST(std::get<GenerateRequest>(copy[1]).prompt_token_ids.size() == 5u);  // "Hello"
   BOOST_TEST(error_of(copy[3]).find("more than the context of 50") != std::string::npos, error_of(copy[3]));
+  // `stop` is matched on decoded text: it needs a codec that decodes, even for token-id prompts.
+  BOOST_TEST(error_of(copy[2]).find("\"stop\" strings need the model's tokenizer") != std::string::npos, error_of(copy[2]));
+  std::vector<Parsed<GenerateRequest>> stops{parse(R"({"id": "s", "prompt_token_ids": [1], "stop": "\n"})")};
+  codec.can_decode = true;
+  tokenize_prompts(stops, &codec, 100, 50);
+  BOOST_TEST(std::holds_alternative<GenerateRequest>(stops[0]));
+  BOOST_TEST(error_of(parse(R"({"id": "s", "prompt_token_ids": [1], "stop": ""})")).find("empty") != std::string::npos);
+  BOOST_TEST(error_of(parse(R"({"id": "s", "prompt_token_ids": [1], "stop": [1]})")).find("strings") != std::string::npos);
+  BOOST_TEST(error_of(parse(openai("/v1/completions", R"({"prompt": [1], "stop": ["a", "b", "c", "d", "e"]})")))
+                 .find("up to 4") != std::string::npos);
+  BOOST_TEST(std::get<GenerateRequest>(parse(R"({"id": "s", "prompt_token_ids": [1], "stop": ["a", "b", "c", "d", "e"]})"))
+                 .stop.size() == 5u);  // the plain form has no limit
   PromptCodec text_only;
   text_only.encode = codec.encode;
   std::vector<Parsed<GenerateRequest>> w{parse(openai("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}]})"))};
@@ -121,7 +133,7 @@ BOOST_AUTO_TEST_CASE(openai_bad_lines) {
 BOOST_AUTO_TEST_CASE(openai_result_shape) {
   auto p = parse(openai("/v1/completions", R"({"prompt": [1, 2], "logprobs": 1})"));
   const auto& q = std::get<GenerateRequest>(p);
-  GenerationResult g{&q, {5, 6}, {-0.5f, -1.5f}, {{{5, -0.5f}}, {{7, -1.0f}}}, "length"};
+  GenerationResult g{&q, {5, 6}, {-0.5f, -1.5f}, {{{5, -0.5f}}, {{7, -1.0f}}}, "length", std::nullopt};
   ResultContext ctx{"tiny", 123, {}};
   const json rec = result_record(g, ctx);
   BOOST_TEST(rec["custom_id"] == "c1");
