@@ -67,6 +67,7 @@ int Cluster::guarded(const std::function<int()>& fn) {
       if (opts_.step_tokens < 1) throw InputError("--step-tokens must be at least 1");
       if (opts_.threads < 0) throw InputError("--threads must be >= 0");
       if (opts_.micro_batches < 0) throw InputError("--micro-batches must be >= 0");
+      if (opts_.metrics_interval < 0) throw InputError("--metrics-interval must be >= 0");
       mode = parse_parallel_mode(opts_.parallel);
       store_ = ModelStore::open(opts_.model_dir, StoreOptions{opts_.verify});
       const ModelConfig& cfg = store_->config();
@@ -162,9 +163,20 @@ void Cluster::finish(const nlohmann::json& run) {
     if (m.tag != kTagMetrics) throw Error("protocol error: expected metrics from rank " + std::to_string(r));
     ranks.push_back(nlohmann::json::parse(std::string(reinterpret_cast<const char*>(m.data.data()), m.data.size())));
   }
-  if (opts_.metrics_path.empty()) return;
-  nlohmann::json j = run;
+  if (!opts_.metrics_path.empty()) write_metrics(run, ranks, /*final=*/true);
+}
+
+void Cluster::progress_metrics(const std::function<nlohmann::json()>& run) {
+  if (opts_.metrics_path.empty() || opts_.metrics_interval <= 0 || !coordinator()) return;
+  const double now = now_seconds();
+  if (now - std::max(started_, last_metrics_) < opts_.metrics_interval) return;
+  last_metrics_ = now;
+  write_metrics(run(), nlohmann::json::array({to_json(my_metrics())}), /*final=*/false);
+}
+
+void Cluster::write_metrics(nlohmann::json j, const nlohmann::json& ranks, bool final) {
   j["schema"] = "trillion-metrics/1";
+  j["final"] = final;
   j["ranks"] = size();
   j["parallel"] = size() > 1 ? to_string(layout_.mode) : "single";
   j["threads_per_rank"] = pool_->size();
@@ -173,9 +185,17 @@ void Cluster::finish(const nlohmann::json& run) {
   j["micro_batches"] = runner().max_in_flight();
   j["wall_seconds"] = now_seconds() - started_;
   j["per_rank"] = ranks;
-  std::ofstream out(opts_.metrics_path);
-  out << j.dump(2) << "\n";
-  if (!out) throw SystemError(opts_.metrics_path + ": cannot write metrics");
+  // Written beside the target and renamed over it: a reader (or a crash)
+  // sees the previous complete file or the new one, never a torn one.
+  const std::string tmp = opts_.metrics_path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump(2) << "\n";
+    out.flush();
+    if (!out) throw SystemError(tmp + ": cannot write metrics");
+  }
+  if (std::rename(tmp.c_str(), opts_.metrics_path.c_str()) != 0)
+    throw SystemError(opts_.metrics_path + ": cannot replace metrics file");
 }
 
 }  // namespace trillion::app

@@ -42,9 +42,15 @@ class Cluster {
   // Rank 0: stop the other ranks, gather their metrics, write --metrics with
   // `run` (command-specific figures) merged in. Other ranks: send theirs.
   void finish(const nlohmann::json& run);
+  // Rank 0, during the run: rewrites --metrics with the running figures `run`
+  // and rank 0's own per-rank entry ("final": false) when --metrics-interval
+  // seconds have passed since the last write. The other ranks' figures need
+  // messages they only send at the end, so a running file lists rank 0 alone.
+  void progress_metrics(const std::function<nlohmann::json()>& run);
 
  private:
   RankMetrics my_metrics() const;
+  void write_metrics(nlohmann::json j, const nlohmann::json& ranks, bool final);
 
   RunOptions opts_;
   std::unique_ptr<MpiEnv> env_;
@@ -56,6 +62,7 @@ class Cluster {
   struct Parts;
   std::unique_ptr<Parts> parts_;       // pipeline or expert objects
   double started_ = 0;
+  double last_metrics_ = 0;  // when progress_metrics last wrote
 };
 
 }  // namespace trillion::app

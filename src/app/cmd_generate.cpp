@@ -55,35 +55,44 @@ int generate_on_rank0(Cluster& cluster, const RunOptions& ro, const std::string&
   GeneratorOptions gopts;
   gopts.step_tokens = ro.step_tokens;
   gopts.text_stream = text.text_stream;  // stop strings are matched here, on rank 0, which runs the generator
-  Generator gen(runner, cluster.config(), gopts);
-  int64_t generated = 0;
+  int64_t generated = 0, done = 0;
   const auto t0 = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  const Generator* gen_ptr = nullptr;
+  // The run's figures so far (running --metrics updates) or at the end.
+  auto figures = [&] {
+    const GeneratorStats& st = gen_ptr->stats();
+    const double wall = seconds();
+    return nlohmann::json{
+        {"command", "generate"},
+        {"requests", {{"total", total}, {"errors", errors}, {"skipped", skipped}, {"done", done},
+                      {"to_run", runnable.size()}}},
+        {"steps", st.steps},
+        {"tokens", {{"prefill", st.prefill_tokens}, {"decode", st.decode_tokens}, {"generated", generated}}},
+        {"seconds", {{"generation", wall}, {"prefill_steps", st.prefill_seconds}, {"decode_steps", st.decode_seconds}}},
+        {"tokens_per_second",
+         {{"prefill", st.prefill_seconds > 0 ? double(st.prefill_tokens) / st.prefill_seconds : 0.0},
+          {"decode", st.decode_seconds > 0 ? double(st.decode_tokens) / st.decode_seconds : 0.0},
+          {"generated", wall > 0 ? double(generated) / wall : 0.0}}}};
+  };
+  gopts.after_step = [&] { cluster.progress_metrics(figures); };
+  Generator gen(runner, cluster.config(), gopts);
+  gen_ptr = &gen;
   gen.run(runnable, [&](const GenerationResult& r) {
     const int64_t completion = int64_t(r.token_ids.size());
     out.write(result_record(r, ctx));
     generated += completion;
+    ++done;
     progress.request_done(completion);
   });
   progress.finish();
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const auto& st = gen.stats();
-  const double gen_tps = wall > 0 ? double(generated) / wall : 0.0;
+  const nlohmann::json fig = figures();
   std::fprintf(stderr,
                "trillion generate: %zu requests (%lld errors); %lld prompt tokens, %lld generated in %.2f s "
                "(%.1f generated tokens/s)\n",
-               runnable.size(), (long long)errors, (long long)st.prefill_tokens,
-               (long long)generated, wall, gen_tps);
-  cluster.finish({{"command", "generate"},
-                  {"requests", {{"total", total}, {"errors", errors}, {"skipped", skipped}}},
-                  {"steps", st.steps},
-                  {"tokens", {{"prefill", st.prefill_tokens}, {"decode", st.decode_tokens},
-                              {"generated", generated}}},
-                  {"seconds", {{"generation", wall}, {"prefill_steps", st.prefill_seconds},
-                               {"decode_steps", st.decode_seconds}}},
-                  {"tokens_per_second",
-                   {{"prefill", st.prefill_seconds > 0 ? double(st.prefill_tokens) / st.prefill_seconds : 0.0},
-                    {"decode", st.decode_seconds > 0 ? double(st.decode_tokens) / st.decode_seconds : 0.0},
-                    {"generated", gen_tps}}}});
+               runnable.size(), (long long)errors, (long long)gen.stats().prefill_tokens, (long long)generated,
+               fig["seconds"]["generation"].get<double>(), fig["tokens_per_second"]["generated"].get<double>());
+  cluster.finish(fig);
   return 0;
 }
 

@@ -20,6 +20,8 @@ void add_run_options(po::options_description& desc, RunOptions& o) {
       ("micro-batches", po::value(&o.micro_batches)->default_value(0),
        "pipeline steps in flight (0: one per stage)")
       ("metrics", po::value(&o.metrics_path), "write run metrics (JSON) to this file")
+      ("metrics-interval", po::value(&o.metrics_interval)->default_value(15),
+       "seconds between running updates of --metrics (\"final\": false, rank 0's figures); 0: only at the end")
       ("no-verify", po::bool_switch()->notifier([&o](bool v) { o.verify = !v; }),
        "skip checksum verification of the weights");
 }

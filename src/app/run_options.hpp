@@ -21,6 +21,7 @@ struct RunOptions {
   std::string stages;       // --stages override
   int micro_batches = 0;    // 0: one per pipeline stage
   std::string metrics_path; // --metrics FILE.json
+  double metrics_interval = 15;  // seconds between running updates of --metrics (0: only at the end)
 };
 
 void add_run_options(boost::program_options::options_description& desc, RunOptions& o);

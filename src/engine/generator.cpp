@@ -176,6 +176,7 @@ void Generator::run(const std::vector<const GenerateRequest*>& requests,
     if (in_flight == 0) break;  // nothing running and nothing could start: all done
     StepOutput out = runner_.next();
     complete(groups[size_t(out.ticket)], out);
+    if (opts_.after_step) opts_.after_step();
   }
 }
 

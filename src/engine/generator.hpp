@@ -35,6 +35,7 @@ struct GenerationResult {
 struct GeneratorOptions {
   int64_t step_tokens = 256;  // prefill rows per step (decode rows always fit)
   TextStreamFactory text_stream;  // detokenizer for stop strings; requests with `stop` need it
+  std::function<void()> after_step;  // called as each step's results are taken (progress, metrics)
 };
 
 struct GeneratorStats {
