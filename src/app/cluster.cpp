@@ -67,6 +67,7 @@ int Cluster::guarded(const std::function<int()>& fn) {
       if (opts_.step_tokens < 1) throw InputError("--step-tokens must be at least 1");
       if (opts_.threads < 0) throw InputError("--threads must be >= 0");
       if (opts_.micro_batches < 0) throw InputError("--micro-batches must be >= 0");
+      if (opts_.kv_cache_tokens < 0) throw InputError("--kv-cache-tokens must be >= 0");
       if (opts_.metrics_interval < 0) throw InputError("--metrics-interval must be >= 0");
       mode = parse_parallel_mode(opts_.parallel);
       store_ = ModelStore::open(opts_.model_dir, StoreOptions{opts_.verify});
@@ -76,7 +77,7 @@ int Cluster::guarded(const std::function<int()>& fn) {
       if (max_len > cfg.max_position_embeddings)
         throw InputError("--max-len " + std::to_string(max_len) + " exceeds the model's max_position_embeddings (" +
                          std::to_string(cfg.max_position_embeddings) + ")");
-      shape = RunShape{opts_.max_batch, int32_t(max_len), opts_.micro_batches};
+      shape = RunShape{opts_.max_batch, int32_t(max_len), opts_.micro_batches, opts_.kv_cache_tokens};
       layout_ = make_layout(cfg, model_sizes(cfg, store_->manifest()), mode, size(), opts_.stages);
       pool_ = std::make_unique<ThreadPool>(opts_.threads);
     } catch (const Error& e) {
@@ -98,7 +99,7 @@ int Cluster::guarded(const std::function<int()>& fn) {
     }
     try {
       if (size() == 1) {
-        local_ = std::make_unique<LocalRunner>(cfg, *store_, *pool_, shape.slots, shape.max_len);
+        local_ = std::make_unique<LocalRunner>(cfg, *store_, *pool_, shape.slots, shape.max_len, shape.kv_tokens);
       } else if (mode == ParallelMode::pipeline) {
         if (coordinator())
           parts_->prunner = std::make_unique<PipelineRunner>(*channel_, cfg, *store_, *pool_, layout_, shape);
@@ -182,6 +183,8 @@ void Cluster::write_metrics(nlohmann::json j, const nlohmann::json& ranks, bool 
   j["threads_per_rank"] = pool_->size();
   j["max_batch"] = opts_.max_batch;
   j["step_tokens"] = opts_.step_tokens;
+  j["kv_cache_blocks"] = runner().kv_pool_blocks();  // per pool (per rank), of kv_block_tokens positions
+  j["kv_block_tokens"] = runner().kv_block_tokens();
   j["micro_batches"] = runner().max_in_flight();
   j["wall_seconds"] = now_seconds() - started_;
   j["per_rank"] = ranks;

@@ -32,6 +32,7 @@ int generate_on_rank0(Cluster& cluster, const RunOptions& ro, const std::string&
   const TextSupport text = load_text_support(ro.model_dir);
   if (!text.note.empty()) std::fprintf(stderr, "trillion generate: %s\n", text.note.c_str());
   tokenize_prompts(parsed, &text.codec, runner.vocab_size(), runner.max_len());
+  reject_unfittable(parsed, runner.max_len(), runner.kv_block_tokens(), runner.kv_pool_blocks());
   reject_duplicate_ids(parsed);
   if (strict) {
     if (std::string e = first_error(parsed, prompts); !e.empty()) throw InputError(e + " (--strict)");

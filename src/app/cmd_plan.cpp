@@ -11,6 +11,7 @@
 #include "app/commands.hpp"
 #include "app/run_options.hpp"
 #include "common/error.hpp"
+#include "model/kv_cache.hpp"
 #include "plan/hostfile.hpp"
 #include "plan/layout.hpp"
 #include "store/manifest.hpp"
@@ -33,6 +34,7 @@ std::string gib(int64_t b) {
 int run_plan(const Args& args) {
   std::string model_dir, hostfile, parallel = "pipeline", stages;
   int ranks = 0, kv_slots = 8, kv_len = 4096;
+  int64_t kv_tokens = 0;
   bool as_json = false;
   po::options_description desc("options");
   desc.add_options()
@@ -43,6 +45,8 @@ int run_plan(const Args& args) {
       ("stages", po::value(&stages), "pipeline layer ranges per rank, e.g. 0-14,15-30")
       ("max-batch", po::value(&kv_slots)->default_value(8), "sequence slots (for the KV cache estimate)")
       ("max-len", po::value(&kv_len)->default_value(4096), "positions per slot (for the KV cache estimate)")
+      ("kv-cache-tokens", po::value(&kv_tokens)->default_value(0),
+       "KV-cache positions per rank, as for generate (0: max-batch x max-len)")
       ("json", po::bool_switch(&as_json), "print JSON");
   if (!parse_args(args, "usage: trillion plan --model DIR --ranks N [--parallel pipeline|expert]", desc)) return 0;
 
@@ -60,14 +64,14 @@ int run_plan(const Args& args) {
   const ParallelMode mode = parse_parallel_mode(parallel);
   const Layout layout = make_layout(cfg, model_sizes(cfg, man), mode, ranks, stages);
 
-  // KV cache per rank: 4 bytes x (kv_lora + rope) per position per held layer per held slot.
-  const int64_t per_pos_layer = 4 * (cfg.kv_lora_rank + cfg.qk_rope_head_dim);
+  // KV cache per rank: its pool of blocks (KvCache::pool_blocks, as the run allocates it) over its layers.
   nlohmann::json j = {{"model", model_dir}, {"parallel", to_string(mode)}, {"ranks", ranks}};
   std::map<std::string, std::set<std::string>> files_by_host;
   for (int r = 0; r < ranks; ++r) {
     const RankShare& s = layout.ranks[size_t(r)];
     const int64_t slots = mode == ParallelMode::expert ? (kv_slots - r + ranks - 1) / ranks : kv_slots;
-    const int64_t kv = per_pos_layer * s.layers.size() * std::max<int64_t>(slots, 0) * kv_len;
+    const int64_t kv = KvCache::pool_bytes(
+        cfg, s.layers.size(), KvCache::pool_blocks(int32_t(std::max<int64_t>(slots, 1)), kv_len, kv_tokens));
     const auto files = share_files(cfg, man, s);
     const std::string host = hosts.empty() ? "" : hosts[size_t(r)];
     for (const auto& f : files) files_by_host[host.empty() ? "rank " + std::to_string(r) : host].insert(f);

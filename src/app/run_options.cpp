@@ -15,6 +15,9 @@ void add_run_options(po::options_description& desc, RunOptions& o) {
       ("max-len", po::value(&o.max_len)->default_value(0),
        "positions per sequence (0: min(max_position_embeddings, 4096))")
       ("step-tokens", po::value(&o.step_tokens)->default_value(256), "prefill tokens per step")
+      ("kv-cache-tokens", po::value(&o.kv_cache_tokens)->default_value(0),
+       "KV-cache positions per rank, shared by all slots in blocks of 64 (0: max-batch x max-len); "
+       "a request waits until its prompt + max_tokens fit")
       ("parallel", po::value(&o.parallel)->default_value("pipeline"), "pipeline | expert (with several ranks)")
       ("stages", po::value(&o.stages), "pipeline layer ranges per rank, e.g. 0-14,15-30 (default: balanced by bytes)")
       ("micro-batches", po::value(&o.micro_batches)->default_value(0),

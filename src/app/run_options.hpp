@@ -15,6 +15,7 @@ struct RunOptions {
   int threads = 0;          // 0: hardware concurrency
   int32_t max_batch = 8;    // sequence slots
   int32_t max_len = 0;      // positions per slot; 0: min(max_position_embeddings, 4096)
+  int64_t kv_cache_tokens = 0;  // KV-cache pool positions per rank; 0: max_batch x max_len
   int64_t step_tokens = 256;
   bool verify = true;
   std::string parallel = "pipeline";

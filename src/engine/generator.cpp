@@ -15,6 +15,7 @@ struct Sequence {
   int32_t slot = 0;
   std::vector<int32_t> tokens;  // prompt then generated
   int64_t cached = 0;           // positions submitted to the runner (cached once the step runs)
+  int64_t reserved = 0;         // KV-cache blocks held in its slot's pool
   std::vector<int32_t> generated;
   std::vector<float> logprobs;
   std::vector<std::vector<TokenLogprob>> top_logprobs;
@@ -46,18 +47,33 @@ void Generator::run(const std::vector<const GenerateRequest*>& requests,
   std::vector<Group> groups(static_cast<size_t>(M));
   for (int32_t s = runner_.slots() - 1; s >= 0; --s) groups[size_t(s % M)].free_slots.push_back(s);
   const int64_t max_len = runner_.max_len();
+  const int32_t block = runner_.kv_block_tokens();  // 0: no pool limit
+  const int32_t pools = std::max(1, runner_.kv_pools());
+  std::vector<int64_t> pool_free(size_t(pools), runner_.kv_pool_blocks());
+  std::vector<int32_t> released;  // slots finished since the last submitted step
   int in_flight = 0;
   size_t next_group = 0;
 
   auto admit = [&](Group& g) {
     while (!pending.empty() && !g.free_slots.empty()) {
       const GenerateRequest* r = pending.front();
-      pending.pop_front();
       if (r->max_tokens == 0) {  // nothing to generate: no forward pass needed
+        pending.pop_front();
         done(GenerationResult{r, {}, {}, {}, "length", std::nullopt});
         continue;
       }
+      // A free slot (latest freed first) whose pool has the request's blocks.
+      const int64_t need = block > 0 ? (kv_positions(*r, max_len) + block - 1) / block : 0;
+      if (block > 0 && need > runner_.kv_pool_blocks())
+        throw Error("request \"" + r->id + "\" needs more KV-cache blocks than a pool holds");
+      auto fits = [&](int32_t slot) { return pool_free[size_t(slot % pools)] >= need; };
+      auto it = std::find_if(g.free_slots.rbegin(), g.free_slots.rend(), fits);
+      if (it == g.free_slots.rend()) break;  // wait for running sequences to finish
+      std::swap(*it, g.free_slots.back());
+      pending.pop_front();
       Sequence s;
+      s.reserved = need;
+      pool_free[size_t(g.free_slots.back() % pools)] -= need;
       s.req = r;
       s.tokens = r->prompt_token_ids;
       if (!r->stop.empty()) {
@@ -82,6 +98,8 @@ void Generator::run(const std::vector<const GenerateRequest*>& requests,
   // sequence (they always fit), then prefill chunks up to the token budget.
   auto submit = [&](Group& g, uint64_t ticket) {
     StepInput in;
+    in.batch.released = std::move(released);
+    released.clear();
     g.wants.clear();
     g.has_prefill = false;
     for (Sequence& s : g.active) {
@@ -154,6 +172,8 @@ void Generator::run(const std::vector<const GenerateRequest*>& requests,
         }
         done(res);
         g.free_slots.push_back(s.slot);
+        pool_free[size_t(s.slot % pools)] += s.reserved;
+        released.push_back(s.slot);
         s.req = nullptr;
       }
     }
@@ -173,7 +193,10 @@ void Generator::run(const std::vector<const GenerateRequest*>& requests,
       admit(g);
       if (!g.active.empty()) submit(g, ticket);
     }
-    if (in_flight == 0) break;  // nothing running and nothing could start: all done
+    if (in_flight == 0) {  // nothing running and nothing could start: all done
+      if (!pending.empty()) throw Error("generator: a request could not be admitted into an empty cache");
+      break;
+    }
     StepOutput out = runner_.next();
     complete(groups[size_t(out.ticket)], out);
     if (opts_.after_step) opts_.after_step();

@@ -6,6 +6,14 @@
 // request takes it. The token chosen for a row depends only on that row's
 // logits and its request's sampling params (seed, position), so results do not
 // depend on slots, groups or budgets.
+//
+// KV-cache blocks: a request is admitted only when its slot's pool has the
+// blocks for its prompt + max_tokens (capped at the context) free, reserved
+// until it finishes; so a running sequence never finds the pool dry and
+// nothing waits on anything but finishing sequences. Admission is in request
+// order: a request that must wait holds back those behind it. A finished
+// sequence's slot is released in the next step, which every rank's cache
+// applies before that step's rows take blocks.
 #pragma once
 #include <cstdint>
 #include <functional>

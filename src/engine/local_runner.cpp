@@ -41,10 +41,10 @@ LayerRange whole_model(const ModelConfig& cfg) {
 }  // namespace
 
 LocalRunner::LocalRunner(const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
-                         int32_t slots, int32_t max_len)
+                         int32_t slots, int32_t max_len, int64_t kv_tokens)
     : cfg_(cfg),
       model_(cfg, whole_model(cfg), source, pool),
-      cache_(cfg, whole_model(cfg), slots, max_len) {}
+      cache_(cfg, whole_model(cfg), slots, max_len, kv_tokens) {}
 
 void LocalRunner::submit(uint64_t ticket, const StepInput& in) {
   const auto t0 = std::chrono::steady_clock::now();

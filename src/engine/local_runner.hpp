@@ -12,11 +12,14 @@ namespace trillion {
 
 class LocalRunner : public StepRunner {
  public:
+  // kv_tokens: positions of the KV-cache pool (0: slots x max_len).
   LocalRunner(const ModelConfig& cfg, TensorSource& source, ThreadPool& pool, int32_t slots,
-              int32_t max_len);
+              int32_t max_len, int64_t kv_tokens = 0);
   int64_t vocab_size() const override { return cfg_.vocab_size; }
   int32_t slots() const override { return cache_.slots(); }
   int32_t max_len() const override { return cache_.max_len(); }
+  int32_t kv_block_tokens() const override { return KvCache::kBlockTokens; }
+  int64_t kv_pool_blocks() const override { return cache_.blocks(); }
   void submit(uint64_t ticket, const StepInput& in) override;
   StepOutput next() override;
   double busy_seconds() const { return busy_; }

@@ -308,6 +308,22 @@ void tokenize_prompts(std::vector<Parsed<GenerateRequest>>& requests, const Prom
   }
 }
 
+void reject_unfittable(std::vector<Parsed<GenerateRequest>>& requests, int64_t max_len, int32_t block_tokens,
+                       int64_t pool_blocks) {
+  if (block_tokens <= 0) return;
+  for (auto& p : requests) {
+    auto* r = std::get_if<GenerateRequest>(&p);
+    if (!r || r->max_tokens == 0) continue;
+    const int64_t positions = kv_positions(*r, max_len);
+    if ((positions + block_tokens - 1) / block_tokens > pool_blocks)
+      p = RequestError{r->line, r->id,
+                       "prompt + max_tokens need " + std::to_string(positions) +
+                           " KV-cache positions, more than the pool's " + std::to_string(pool_blocks * block_tokens) +
+                           " (raise --kv-cache-tokens or lower max_tokens)",
+                       r->form, true};
+  }
+}
+
 void settle_error_forms(std::vector<Parsed<GenerateRequest>>& requests) {
   bool known = false;
   RequestForm form = RequestForm::plain;

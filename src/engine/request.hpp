@@ -2,6 +2,7 @@
 // numbers. A bad line becomes a RequestError (reported in the result file),
 // never an abort of the whole job.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -87,6 +88,17 @@ struct PromptCodec {
 // strings when the codec cannot decode (they are matched on the text).
 void tokenize_prompts(std::vector<Parsed<GenerateRequest>>& requests, const PromptCodec* codec, int64_t vocab_size,
                       int64_t max_len);
+
+// KV-cache positions a request may fill: its prompt and max_tokens, capped
+// at the context (the generator reserves them at admission).
+inline int64_t kv_positions(const GenerateRequest& r, int64_t max_len) {
+  return std::min<int64_t>(int64_t(r.prompt_token_ids.size()) + r.max_tokens, max_len);
+}
+
+// Marks requests that need more KV-cache blocks than a pool holds (they
+// could never be admitted) as errors.
+void reject_unfittable(std::vector<Parsed<GenerateRequest>>& requests, int64_t max_len, int32_t block_tokens,
+                       int64_t pool_blocks);
 
 // Bad lines that were not JSON objects are answered in the file's form: that
 // of its first good (or at least recognizable) line.

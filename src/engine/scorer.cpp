@@ -68,6 +68,7 @@ void Scorer::run(const std::vector<const ScoreRequest*>& requests,
     }
   };
 
+  std::vector<int32_t> released;  // slots of sequences whose last chunk was submitted
   auto collect = [&] {
     StepOutput out = runner_.next();
     Chunk c = in_flight.front();
@@ -111,6 +112,16 @@ void Scorer::run(const std::vector<const ScoreRequest*>& requests,
       }
     }
     const int32_t slot = int32_t(k % size_t(runner_.slots()));
+    // One sequence at a time holds cache blocks (its slot is released right
+    // after its last chunk), so a sequence fits when one pool can hold it.
+    const int64_t pool = int64_t(runner_.kv_block_tokens()) * runner_.kv_pool_blocks();
+    if (runner_.kv_block_tokens() > 0 && T > pool) {
+      j.result.error = std::to_string(T) + " tokens are more than the KV-cache pool's " + std::to_string(pool) +
+                       " positions (raise --kv-cache-tokens)";
+      j.chunks_left = 0;
+      report_ready();
+      continue;
+    }
     for (int64_t begin = 0; begin < T; begin += chunk) {
       const int64_t n = std::min(chunk, T - begin);
       StepInput in;
@@ -120,10 +131,13 @@ void Scorer::run(const std::vector<const ScoreRequest*>& requests,
         in.batch.rows.push_back({slot, int32_t(p)});
         in.logit_rows.push_back(p - begin);
       }
+      in.batch.released = std::move(released);  // applied on every rank before this step's rows
+      released.clear();
       while (int(in_flight.size()) >= M) collect();
       runner_.submit(k, in);
       in_flight.push_back({k, begin, n});
     }
+    released.push_back(slot);  // every later step runs after this sequence's chunks, on every stage
     tokens_ += T;
   }
   while (!in_flight.empty()) collect();

@@ -41,6 +41,12 @@ class StepRunner {
   virtual int32_t slots() const = 0;    // sequence slots of the KV cache
   virtual int32_t max_len() const = 0;  // positions per slot
   virtual int max_in_flight() const { return 1; }
+  // The paged KV cache, for admission: slot s draws blocks of
+  // kv_block_tokens() positions from pool s % kv_pools(), each of
+  // kv_pool_blocks() blocks. 0 block tokens: no pool limit (test fakes).
+  virtual int32_t kv_block_tokens() const { return 0; }
+  virtual int64_t kv_pool_blocks() const { return 0; }
+  virtual int32_t kv_pools() const { return 1; }
 
   virtual void submit(uint64_t ticket, const StepInput& in) = 0;
   virtual StepOutput next() = 0;  // blocks until the oldest submitted step is done

@@ -49,8 +49,9 @@ void write_cache(const ModelConfig& cfg, const Dims& D, const AttentionWeights& 
   step.dump.dump(layer, "kv_a", kv.data(), {n, kv_dim});
   for (int64_t t = 0; t < n; ++t) {
     const TokenRow row = step.batch.rows[size_t(t)];
-    float* c_kv = step.cache.c_kv(row.slot, layer) + int64_t(row.pos) * D.r;
-    float* k_pe = step.cache.k_pe(row.slot, layer) + int64_t(row.pos) * D.rope;
+    const int64_t in_block = row.pos % KvCache::kBlockTokens;
+    float* c_kv = step.cache.c_kv_block(row.slot, layer, row.pos) + in_block * D.r;
+    float* k_pe = step.cache.k_pe_block(row.slot, layer, row.pos) + in_block * D.rope;
     rmsnorm(&kv[size_t(t * kv_dim)], w.kv_a_norm, cfg.rms_norm_eps, c_kv);
     std::copy_n(&kv[size_t(t * kv_dim + D.r)], D.rope, k_pe);
     step.rope.apply(k_pe, step.rope_cos + t * half, step.rope_sin + t * half);
@@ -58,17 +59,25 @@ void write_cache(const ModelConfig& cfg, const Dims& D, const AttentionWeights& 
 }
 
 // ctx[r] = sum_j softmax(score)_j c_kv_j over the row's positions 0..pos.
+// The cache is paged: positions are visited block by block, in increasing
+// order, so every sum sees its terms in the same order as with one array.
 void attend_row(const Dims& D, const Step& step, int64_t layer, float scale, const TokenRow& row,
                 const float* q_lat, const float* q_pe, std::vector<float>& scores, float* ctx) {
-  const float* c_kv = step.cache.c_kv(row.slot, layer);  // [pos + 1, r]
-  const float* k_pe = step.cache.k_pe(row.slot, layer);  // [pos + 1, rope]
+  constexpr int64_t B = KvCache::kBlockTokens;
   const int64_t len = int64_t(row.pos) + 1;
   scores.resize(size_t(len));
-  for (int64_t j = 0; j < len; ++j)
-    scores[size_t(j)] = (dot(q_lat, c_kv + j * D.r, D.r) + dot(q_pe, k_pe + j * D.rope, D.rope)) * scale;
+  for (int64_t b0 = 0; b0 < len; b0 += B) {
+    const float* c_kv = step.cache.c_kv_block(row.slot, layer, int32_t(b0));  // [B, r]
+    const float* k_pe = step.cache.k_pe_block(row.slot, layer, int32_t(b0));  // [B, rope]
+    for (int64_t j = 0; j < std::min(B, len - b0); ++j)
+      scores[size_t(b0 + j)] = (dot(q_lat, c_kv + j * D.r, D.r) + dot(q_pe, k_pe + j * D.rope, D.rope)) * scale;
+  }
   softmax(scores.data(), len);
   std::fill_n(ctx, D.r, 0.0f);
-  for (int64_t j = 0; j < len; ++j) axpy(scores[size_t(j)], c_kv + j * D.r, ctx, D.r);
+  for (int64_t b0 = 0; b0 < len; b0 += B) {
+    const float* c_kv = step.cache.c_kv_block(row.slot, layer, int32_t(b0));
+    for (int64_t j = 0; j < std::min(B, len - b0); ++j) axpy(scores[size_t(b0 + j)], c_kv + j * D.r, ctx, D.r);
+  }
 }
 
 }  // namespace

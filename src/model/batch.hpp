@@ -5,6 +5,7 @@
 // sequence's history and the weights (DESIGN: determinism by construction).
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace trillion {
@@ -15,7 +16,14 @@ struct TokenRow {
 };
 
 struct Batch {
+  Batch() = default;
+  // Implicit, so Batch{{{slot, pos}, ...}} still reads as rows (and -Wextra
+  // does not flag the `released` it leaves empty).
+  Batch(std::vector<TokenRow> r) : rows(std::move(r)) {}  // NOLINT(google-explicit-constructor)
   std::vector<TokenRow> rows;  // [n]
+  // Slots whose sequences have ended: their KV-cache blocks return to the
+  // pool before this batch's rows take blocks (see KvCache::prepare).
+  std::vector<int32_t> released;
   int64_t size() const { return int64_t(rows.size()); }
 };
 

@@ -1,35 +1,71 @@
-// The compressed MLA cache: per sequence slot and held layer, the normalized
-// latent c_kv [kv_lora_rank] and the roped shared key k_pe [qk_rope_head_dim]
-// of every cached position (576 floats per token per layer for DeepSeek-V3).
+// The compressed MLA cache: for each held layer, the normalized latent c_kv
+// [kv_lora_rank] and the roped shared key k_pe [qk_rope_head_dim] of every
+// cached position (576 floats per token per layer for DeepSeek-V3).
+//
+// Paged: storage is a pool of blocks of kBlockTokens positions (one block
+// holds those positions for every held layer), and each sequence slot has a
+// block table. A slot takes a block when a row first writes a position in
+// it and gives all back when its sequence is released (or a new sequence
+// starts in the slot at position 0). So total memory is set by the pool size,
+// not by slots x context.
+//
+// Allocation is a pure function of the batches seen (released slots, then
+// rows in order, lowest free block first): every rank holding a part of the
+// same cache (pipeline stages) gets identical block tables from the same steps.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "config/model_config.hpp"
+#include "model/batch.hpp"
 #include "model/layer_range.hpp"
 
 namespace trillion {
 
 class KvCache {
  public:
-  // Slots x max_len positions for the layers of `range`.
-  KvCache(const ModelConfig& cfg, const LayerRange& range, int32_t slots, int32_t max_len);
+  static constexpr int32_t kBlockTokens = 64;
+
+  // Blocks of a pool holding `tokens` positions (rounded up to blocks); 0 tokens:
+  // enough for every slot to fill max_len positions (the unpaged capacity).
+  static int64_t pool_blocks(int32_t slots, int32_t max_len, int64_t tokens);
+  // Blocks a sequence of `positions` positions takes.
+  static int64_t blocks_for(int64_t positions) { return (positions + kBlockTokens - 1) / kBlockTokens; }
+  // Bytes of a pool of `blocks` blocks over `layers` layers.
+  static int64_t pool_bytes(const ModelConfig& cfg, int64_t layers, int64_t blocks);
+
+  // Slots x max_len addressable positions for the layers of `range`, backed by
+  // pool_blocks(slots, max_len, capacity_tokens) blocks.
+  KvCache(const ModelConfig& cfg, const LayerRange& range, int32_t slots, int32_t max_len,
+          int64_t capacity_tokens = 0);
 
   int32_t slots() const { return slots_; }
   int32_t max_len() const { return max_len_; }
+  int64_t blocks() const { return blocks_; }
+  int64_t free_blocks() const { return int64_t(free_.size()); }
   int64_t bytes() const;
 
-  // [max_len, kv_lora_rank] and [max_len, qk_rope_head_dim] rows of one slot and layer.
-  float* c_kv(int32_t slot, int64_t layer);
-  float* k_pe(int32_t slot, int64_t layer);
-  const float* c_kv(int32_t slot, int64_t layer) const;
-  const float* k_pe(int32_t slot, int64_t layer) const;
+  // Before a batch's layers run: frees the blocks of batch.released slots,
+  // then gives every row's position a block. Throws Error when the pool runs
+  // dry (the generator reserves blocks at admission so it never does).
+  void prepare(const Batch& batch);
+  void release(int32_t slot);
+
+  // The [kBlockTokens, dim] rows of the block holding `pos` of a slot in a
+  // layer (row pos % kBlockTokens is pos's); the block must be allocated.
+  float* c_kv_block(int32_t slot, int64_t layer, int32_t pos);
+  float* k_pe_block(int32_t slot, int64_t layer, int32_t pos);
+  const float* c_kv_block(int32_t slot, int64_t layer, int32_t pos) const;
+  const float* k_pe_block(int32_t slot, int64_t layer, int32_t pos) const;
 
  private:
-  size_t index(int32_t slot, int64_t layer) const;
+  size_t block_index(int32_t slot, int64_t layer, int32_t pos) const;  // (layer, block) in blocks
   int64_t kv_lora_, rope_, layer0_, layers_;
   int32_t slots_, max_len_;
-  std::vector<float> c_kv_, k_pe_;  // [slots, layers, max_len, dim]
+  int64_t blocks_;
+  std::vector<std::vector<int32_t>> table_;  // [slot] block ids of positions 0, 64, 128, ...
+  std::vector<int32_t> free_;                // free block ids, lowest last (taken first)
+  std::vector<float> c_kv_, k_pe_;           // [layers, blocks, kBlockTokens, dim]
 };
 
 }  // namespace trillion

@@ -71,6 +71,7 @@ void Transformer::embed(const int32_t* tokens, int64_t n, float* x) const {
 
 void Transformer::forward(const Batch& batch, float* x, KvCache& cache) {
   check_rows(batch, cache);
+  cache.prepare(batch);  // even with no rows: released slots return their blocks on every rank
   const int64_t n = batch.size(), d = cfg_.hidden_size, half = cfg_.qk_rope_head_dim / 2;
   if (n == 0) {
     // No rows here, but the backend still sees every MoE layer once: an

@@ -29,13 +29,14 @@ ExpertRank::ExpertRank(RmaChannel& ch, const ModelConfig& cfg, TensorSource& sou
       rma_(ch, local_, cfg.n_routed_experts),
       model_(cfg, layout.ranks.at(size_t(ch.rank())).layers, source, pool, &rma_),
       cache_(cfg, layout.ranks.at(size_t(ch.rank())).layers,
-             std::max(1, local_slots(shape.slots, ch.size(), ch.rank())), shape.max_len) {}
+             std::max(1, local_slots(shape.slots, ch.size(), ch.rank())), shape.max_len, shape.kv_tokens) {}
 
 StepOutput ExpertRank::run_rows(uint64_t ticket, const StepInput& in) {
   auto t0 = clock_type::now();
   const double ex0 = rma_.exchange_seconds();
   StepInput local = in;
   for (TokenRow& r : local.batch.rows) r.slot /= ch_.size();
+  for (int32_t& s : local.batch.released) s /= ch_.size();
   const int64_t n = local.batch.size();
   std::vector<float> x(size_t(n * cfg_.hidden_size));
   model_.embed(local.tokens.data(), n, x.data());
@@ -101,6 +102,7 @@ void ExpertRunner::submit(uint64_t ticket, const StepInput& in) {
     }
   }
   for (auto& p : parts) p.return_logits = in.return_logits;
+  for (int32_t s : in.batch.released) parts[size_t(s % ranks)].batch.released.push_back(s);  // to the slot's owner
   auto t0 = clock_type::now();
   for (int r = 1; r < ranks; ++r) ch_.send(r, kTagStep, encode_step(ticket, parts[size_t(r)], nullptr, 0));
   wait_ += since(t0);

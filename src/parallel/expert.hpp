@@ -51,6 +51,11 @@ class ExpertRunner : public StepRunner, public ExpertRank {
   int64_t vocab_size() const override { return cfg_.vocab_size; }
   int32_t slots() const override { return slots_; }
   int32_t max_len() const override { return cache_.max_len(); }
+  // Each rank caches its own slots (s % ranks): one pool per rank. Rank 0's
+  // pool is the largest by default, and each rank's pool holds its slots' contexts.
+  int32_t kv_block_tokens() const override { return KvCache::kBlockTokens; }
+  int64_t kv_pool_blocks() const override { return cache_.blocks(); }
+  int32_t kv_pools() const override { return ch_.size(); }
   void submit(uint64_t ticket, const StepInput& in) override;
   StepOutput next() override;
   void stop();

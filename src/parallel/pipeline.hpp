@@ -26,6 +26,7 @@ struct RunShape {
   int32_t slots = 8;       // sequence slots
   int32_t max_len = 4096;  // positions per slot
   int micro_batches = 0;   // steps in flight (pipeline); 0: one per stage
+  int64_t kv_tokens = 0;   // KV-cache pool positions per rank; 0: slots x max_len (of the rank's slots)
 };
 
 // One rank's part of the pipeline: its stage's layers and KV cache.
@@ -60,6 +61,9 @@ class PipelineRunner : public StepRunner, public PipelineStage {
   int32_t slots() const override { return cache_.slots(); }
   int32_t max_len() const override { return cache_.max_len(); }
   int max_in_flight() const override { return micro_batches_; }
+  // Every stage's cache has the same blocks and sees the same steps: rank 0's pool stands for all.
+  int32_t kv_block_tokens() const override { return KvCache::kBlockTokens; }
+  int64_t kv_pool_blocks() const override { return cache_.blocks(); }
   void submit(uint64_t ticket, const StepInput& in) override;
   StepOutput next() override;
   // Ends the other ranks' serve loops (call once, after the last step).

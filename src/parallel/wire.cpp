@@ -15,7 +15,7 @@ struct StepHeader {
   int32_t return_logits;
   int32_t has_x;
   int32_t has_sampling;  // then [m] SamplingParams
-  int32_t pad;
+  int32_t released;      // then [released] slot ids (Batch::released)
 };
 
 struct ResultHeader {
@@ -71,13 +71,15 @@ std::vector<std::byte> encode_step(uint64_t ticket, const StepInput& in, const f
   const int64_t n = in.batch.size(), m = int64_t(in.logit_rows.size());
   const bool sampling = !in.sampling.empty();
   if (sampling && int64_t(in.sampling.size()) != m) throw Error("encode_step: sampling params do not match logit rows");
-  StepHeader h{ticket, n, m, in.return_logits ? 1 : 0, x ? 1 : 0, sampling ? 1 : 0, 0};
+  const int32_t released = int32_t(in.batch.released.size());
+  StepHeader h{ticket, n, m, in.return_logits ? 1 : 0, x ? 1 : 0, sampling ? 1 : 0, released};
   Writer w(sizeof h + size_t(n) * 12 + size_t(m) * (8 + sizeof(SamplingParams)) + (x ? size_t(n * hidden) * 4 : 0));
   w.put(&h, 1);
   w.put(in.tokens.data(), size_t(n));
   w.put(in.batch.rows.data(), size_t(n));
   w.put(in.logit_rows.data(), size_t(m));
   if (sampling) w.put(in.sampling.data(), size_t(m));
+  w.put(in.batch.released.data(), size_t(released));
   if (x) w.put(x, size_t(n * hidden));
   return w.take();
 }
@@ -88,6 +90,7 @@ WireStep decode_step(std::span<const std::byte> bytes, int64_t hidden) {
   r.get(&h, 1);
   check_count(h.n, int64_t(bytes.size()), "rows");
   check_count(h.m, h.n, "logit rows");
+  check_count(h.released, int64_t(bytes.size()), "released slots");
   WireStep s;
   s.ticket = h.ticket;
   s.input.return_logits = h.return_logits != 0;
@@ -101,6 +104,8 @@ WireStep decode_step(std::span<const std::byte> bytes, int64_t hidden) {
     s.input.sampling.resize(size_t(h.m));
     r.get(s.input.sampling.data(), size_t(h.m));
   }
+  s.input.batch.released.resize(size_t(h.released));
+  r.get(s.input.batch.released.data(), size_t(h.released));
   if (h.has_x) {
     s.x.resize(size_t(h.n * hidden));
     r.get(s.x.data(), s.x.size());

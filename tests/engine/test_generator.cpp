@@ -15,8 +15,11 @@ namespace {
 // cached), which the fake records as a failure.
 class FakeRunner : public StepRunner {
  public:
-  FakeRunner(int32_t slots, int32_t max_len, int in_flight = 1)
-      : slots_(slots), max_len_(max_len), in_flight_(in_flight), cache_(static_cast<size_t>(slots)) {}
+  FakeRunner(int32_t slots, int32_t max_len, int in_flight = 1, int32_t block = 0, int64_t pool_blocks = 0)
+      : slots_(slots), max_len_(max_len), in_flight_(in_flight), cache_(static_cast<size_t>(slots)),
+        block_(block), pool_blocks_(pool_blocks), held_(static_cast<size_t>(slots)) {}
+  int32_t kv_block_tokens() const override { return block_; }
+  int64_t kv_pool_blocks() const override { return pool_blocks_; }
   int max_in_flight() const override { return in_flight_; }
   StepOutput next() override {
     StepOutput o = std::move(queue_.front());
@@ -30,6 +33,16 @@ class FakeRunner : public StepRunner {
     ++steps;
     if (int(queue_.size()) >= in_flight_) consistent = false;  // more in flight than allowed
     max_rows = std::max<int64_t>(max_rows, in.batch.size());
+    // A paged pool as KvCache keeps it: released slots first, then each row's block.
+    for (int32_t s : in.batch.released) held_[size_t(s)] = 0;
+    for (const TokenRow& r : in.batch.rows) {
+      if (r.pos == 0) held_[size_t(r.slot)] = 0;
+      if (block_ > 0) held_[size_t(r.slot)] = std::max<int64_t>(held_[size_t(r.slot)], r.pos / block_ + 1);
+    }
+    int64_t held = 0;
+    for (int64_t h : held_) held += h;
+    max_held = std::max(max_held, held);
+    if (block_ > 0 && held > pool_blocks_) consistent = false;  // the pool ran dry
     for (int64_t i = 0; i < in.batch.size(); ++i) {
       const TokenRow r = in.batch.rows[size_t(i)];
       auto& c = cache_[size_t(r.slot)];
@@ -50,7 +63,7 @@ class FakeRunner : public StepRunner {
     queue_.push_back(std::move(out));
   }
   static constexpr int V = 11;
-  int64_t steps = 0, max_rows = 0;
+  int64_t steps = 0, max_rows = 0, max_held = 0;
   bool consistent = true;
 
  private:
@@ -58,6 +71,9 @@ class FakeRunner : public StepRunner {
   int in_flight_;
   std::vector<std::vector<int32_t>> cache_;
   std::vector<StepOutput> queue_;
+  int32_t block_;
+  int64_t pool_blocks_;
+  std::vector<int64_t> held_;  // [slot] blocks
 };
 
 std::vector<int32_t> expected(const GenerateRequest& r, const std::vector<int64_t>& eos, int64_t max_len,
@@ -146,4 +162,52 @@ BOOST_AUTO_TEST_CASE(request_lines_parse_and_fail_with_messages) {
   BOOST_TEST(err(long_prompt + "]}").find("more than the context of 50") != std::string::npos);
   auto p = parse_generate_request(JsonlLine{7, "{oops"}, 100, 50);
   BOOST_TEST(std::get<RequestError>(p).line == 7);
+}
+
+// A KV pool smaller than slots x context: requests wait for blocks, the pool
+// never runs dry, results are unchanged.
+BOOST_AUTO_TEST_CASE(kv_pool_limits_admission_not_results) {
+  ModelConfig cfg;
+  cfg.eos_token_ids = {10};
+  std::vector<GenerateRequest> reqs;
+  for (int i = 0; i < 12; ++i) {
+    GenerateRequest r;
+    r.id = "r" + std::to_string(i);
+    for (int t = 0; t <= (i * 5) % 23; ++t) r.prompt_token_ids.push_back((t * 7 + i) % 10);
+    r.max_tokens = 3 + (i % 4) * 4;
+    reqs.push_back(r);
+  }
+  std::vector<const GenerateRequest*> ptrs;
+  for (auto& r : reqs) ptrs.push_back(&r);
+  for (int in_flight : {1, 2}) {
+    FakeRunner runner(6, 40, in_flight, /*block=*/4, /*pool_blocks=*/10);  // 40 positions for 6 slots
+    GeneratorOptions opts;
+    opts.step_tokens = 5;
+    Generator gen(runner, cfg, opts);
+    std::map<std::string, GenerationResult> got;
+    gen.run(ptrs, [&](const GenerationResult& r) { got[r.request->id] = r; });
+    BOOST_TEST(runner.consistent);
+    BOOST_TEST(runner.max_held <= 10);
+    BOOST_REQUIRE_EQUAL(got.size(), reqs.size());
+    for (auto& r : reqs) {
+      std::string reason;
+      BOOST_TEST(got[r.id].token_ids == expected(r, cfg.eos_token_ids, 40, &reason), r.id);
+      BOOST_TEST(got[r.id].finish_reason == reason, r.id);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(requests_larger_than_the_pool_are_errors) {
+  std::vector<Parsed<GenerateRequest>> parsed;
+  parsed.push_back(parse_generate_request(JsonlLine{1, R"({"id": "a", "prompt_token_ids": [1, 2], "max_tokens": 6})"}, 100, 50));
+  parsed.push_back(parse_generate_request(JsonlLine{2, R"({"id": "b", "prompt_token_ids": [1, 2], "max_tokens": 7})"}, 100, 50));
+  reject_unfittable(parsed, 50, /*block=*/4, /*pool_blocks=*/2);
+  BOOST_TEST(std::holds_alternative<GenerateRequest>(parsed[0]));  // 8 positions: 2 blocks
+  BOOST_REQUIRE(std::holds_alternative<RequestError>(parsed[1]));
+  BOOST_TEST(std::get<RequestError>(parsed[1]).line == 2);
+  BOOST_TEST(std::get<RequestError>(parsed[1]).message.find("--kv-cache-tokens") != std::string::npos);
+  std::vector<Parsed<GenerateRequest>> capped;
+  capped.push_back(parse_generate_request(JsonlLine{3, R"({"id": "c", "prompt_token_ids": [1, 2], "max_tokens": 99})"}, 100, 8));
+  reject_unfittable(capped, 8, 4, 2);  // capped at the context of 8: fits
+  BOOST_TEST(std::holds_alternative<GenerateRequest>(capped[0]));
 }
