@@ -12,6 +12,7 @@ from harness import Failures, PYTHON, MAKE_CHECKPOINT, ROOT, read_jsonl, run, wr
 ap = argparse.ArgumentParser()
 ap.add_argument("--trillion", required=True)
 ap.add_argument("--work", required=True)
+ap.add_argument("--mpiexec", help="also run the stopped requests on 2 pipeline ranks (matching runs on rank 0)")
 args = ap.parse_args()
 T = args.trillion
 f = Failures()
@@ -31,12 +32,13 @@ shutil.rmtree(case, ignore_errors=True)
 os.makedirs(case)
 
 
-def generate(reqs, name, model_dir=model):
+def generate(reqs, name, model_dir=model, ranks=1):
     prompts = os.path.join(case, name + ".jsonl")
     write_jsonl(prompts, reqs)
     out = os.path.join(case, name + "-out.jsonl")
-    run([T, "generate", "--model", model_dir, "--prompts", prompts, "--output", out, "--restart",
-         "--max-batch", "3", "--step-tokens", "16"])
+    launch = [args.mpiexec, "--oversubscribe", "-np", str(ranks)] if ranks > 1 else []
+    run(launch + [T, "generate", "--model", model_dir, "--prompts", prompts, "--output", out, "--restart",
+                  "--max-batch", "3", "--step-tokens", "16"])
     return {r.get("custom_id") or r.get("id"): r for r in read_jsonl(out)}
 
 
@@ -107,6 +109,15 @@ chat_stops = ["\u2603", pick(ref["chat"]["text"], 6, 3), "zz"]
 f.check(lst.get("message", {}).get("content") == cut(ref["chat"]["text"], chat_stops), f"oa-list: {lst}")
 five = res.get("oa-five", {}).get("error") or {}
 f.check("up to 4" in five.get("message", ""), f"oa-five: {five}")
+
+if args.mpiexec:
+    two = generate([s[3] for s in stopped] + oa, "stopped-2ranks", ranks=2)
+    for k, r in res.items():
+        a, b = dict(r), dict(two.get(k, {}))
+        for rec in (a, b):  # response bodies carry the creation time
+            if rec.get("response"):
+                rec["response"]["body"].pop("created", None)
+        f.check(a == b, f"{k}: 2 pipeline ranks give the same stopped result")
 
 # A model directory without a tokenizer: `stop` cannot be matched -> an error record naming the line.
 bare = os.path.join(case, "bare-model")
