@@ -45,9 +45,23 @@ int score_on_rank0(Cluster& cluster, const RunOptions& ro, const std::string& in
   RunProgress progress("trillion score", int64_t(runnable.size()));
   Scorer scorer(runner, ScorerOptions{ro.step_tokens, logits_dir});
   const auto t0 = std::chrono::steady_clock::now();
+  int64_t done = 0;
+  // The run's figures so far (running --metrics updates, after each request) or at the end.
+  auto figures = [&] {
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double tps = secs > 0 ? double(scorer.tokens_scored()) / secs : 0.0;
+    return nlohmann::json{{"command", "score"},
+                          {"requests", {{"total", total}, {"errors", errors}, {"skipped", skipped}, {"done", done},
+                                        {"to_run", runnable.size()}}},
+                          {"tokens", {{"prefill", scorer.tokens_scored()}, {"decode", 0}}},
+                          {"seconds", {{"prefill", secs}, {"decode", 0.0}}},
+                          {"tokens_per_second", {{"prefill", tps}, {"decode", 0.0}}}};
+  };
   scorer.run(runnable, [&](const ScoreResult& res) {
     const ScoreRequest& r = *res.request;
     progress.request_done(int64_t(r.token_ids.size()));
+    ++done;
+    cluster.progress_metrics(figures);
     if (!res.error.empty()) {
       out.write(error_record(RequestError{r.line, r.id, res.error}));
       ++errors;
@@ -62,15 +76,11 @@ int score_on_rank0(Cluster& cluster, const RunOptions& ro, const std::string& in
                {"greedy_token_ids", res.greedy_ids}});
   });
   progress.finish();
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double tps = secs > 0 ? double(scorer.tokens_scored()) / secs : 0.0;
+  const nlohmann::json fig = figures();
   std::fprintf(stderr, "trillion score: %zu requests (%lld errors), %lld tokens in %.2f s (%.1f tokens/s)\n",
-               total, (long long)errors, (long long)scorer.tokens_scored(), secs, tps);
-  cluster.finish({{"command", "score"},
-                  {"requests", {{"total", total}, {"errors", errors}, {"skipped", skipped}}},
-                  {"tokens", {{"prefill", scorer.tokens_scored()}, {"decode", 0}}},
-                  {"seconds", {{"prefill", secs}, {"decode", 0.0}}},
-                  {"tokens_per_second", {{"prefill", tps}, {"decode", 0.0}}}});
+               total, (long long)errors, (long long)scorer.tokens_scored(), fig["seconds"]["prefill"].get<double>(),
+               fig["tokens_per_second"]["prefill"].get<double>());
+  cluster.finish(fig);
   return 0;
 }
 

@@ -78,4 +78,26 @@ for ranks in (1, 2):
         f.check(0 <= done <= N and done >= prev, f"{tag}: running done count {done} (previous {prev})")
         f.check(m["tokens_per_second"]["generated"] >= 0 and m["seconds"]["generation"] > 0, f"{tag}: running rates")
         prev = done
+# score: the same running updates, the final file unchanged in schema.
+score_in = os.path.join(case, "score.jsonl")
+write_jsonl(score_in, [{"id": f"s{i}", "token_ids": [(i + j) % vocab for j in range(40)]} for i in range(60)])
+metrics = os.path.join(case, "score-metrics.json")
+cmd = [T, "score", "--model", model, "--input", score_in, "--output", os.path.join(case, "score-out.jsonl"),
+       "--restart", "--threads", "1", "--metrics", metrics, "--metrics-interval", "0.02"]
+print("+", " ".join(cmd), flush=True)
+p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+running = 0
+while p.poll() is None:
+    try:
+        m = json.load(open(metrics))
+        running += m.get("final") is False and m["requests"]["done"] <= 60
+    except (ValueError, OSError):
+        pass
+    time.sleep(0.005)
+out, err = p.communicate()
+f.check(p.returncode == 0, f"score succeeded: {err[-2000:]}")
+final = json.load(open(metrics))
+f.check(final.get("final") is True and final.get("command") == "score" and final["requests"].get("done") == 60
+        and len(final.get("per_rank", [])) == 1, f"score: final metrics {final.get('requests')}")
+print(f"score: {running} running snapshots seen", flush=True)
 f.finish()
