@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -52,47 +53,85 @@ void warn(const ConvertOptions& o, ConvertReport& r, const std::string& w) {
   if (o.log) *o.log << "convert: warning: " << w << "\n";
 }
 
-// The quantization of one conversion (--quantize), shared by every shard.
-struct Quantizer {
-  WeightFormat format;
-  ThreadPool* pool;
-  QuantizationReport* report;
-
-  // Whether `t` is rewritten: a bf16 linear layer `format` can store.
-  bool applies(const PlannedTensor& t) const {
-    const SafetensorsEntry& e = *t.entry;
-    return t.linear != LinearRole::none && e.dtype == DType::BF16 && e.shape.size() == 2 &&
-           quantizable(format, e.shape[1]);
-  }
-};
-
 std::string matrix_prefix(const std::string& name) {
   static const std::string kWeight = ".weight";
   return name.ends_with(kWeight) ? name.substr(0, name.size() - kWeight.size()) : name;
 }
 
+// The quantization of one conversion (--quantize), shared by every shard.
+// The next matrix is quantized (by the pool, from a helper thread) while the
+// current one is written, so the CPU work hides behind the disk writes.
+class Quantizer {
+ public:
+  Quantizer(WeightFormat format, ThreadPool* pool, QuantizationReport* report, const ConvertPlan& plan)
+      : format_(format), pool_(pool), report_(report) {
+    for (const PlannedShard& s : plan.shards)
+      for (const PlannedTensor& t : s.tensors)
+        if (applies(t)) order_.push_back(&t);
+  }
+  ~Quantizer() {
+    if (pending_.valid()) pending_.wait();
+  }
+
+  // Whether `t` is rewritten: a bf16 linear layer `format` can store.
+  bool applies(const PlannedTensor& t) const {
+    const SafetensorsEntry& e = *t.entry;
+    return t.linear != LinearRole::none && e.dtype == DType::BF16 && e.shape.size() == 2 &&
+           quantizable(format_, e.shape[1]);
+  }
+
+  // The quantized form of `t`; the tensors applies() to must be taken in plan order.
+  QuantizedMatrix take(const PlannedTensor& t) {
+    if (next_ >= order_.size() || order_[next_] != &t) throw Error("convert: quantization out of plan order");
+    if (!pending_.valid()) launch();
+    QuantizedMatrix q = pending_.get();
+    report_->add(matrix_prefix(t.entry->name), t.linear, t.entry->shape, q.stats);
+    ++next_;
+    launch();
+    return q;
+  }
+
+  void kept(const PlannedTensor& t) {
+    if (t.linear != LinearRole::none && t.entry->name.ends_with(".weight"))
+      report_->kept.push_back(matrix_prefix(t.entry->name));
+  }
+
+ private:
+  void launch() {
+    if (next_ >= order_.size()) return;
+    const PlannedTensor* t = order_[next_];
+    pending_ = std::async(std::launch::async, [this, t] {
+      const SafetensorsEntry& e = *t->entry;
+      return quantize_matrix(format_, matrix_prefix(e.name), reinterpret_cast<const uint16_t*>(t->file->data(e)),
+                             e.shape[0], e.shape[1], pool_);
+    });
+  }
+
+  WeightFormat format_;
+  ThreadPool* pool_;
+  QuantizationReport* report_;
+  std::vector<const PlannedTensor*> order_;
+  size_t next_ = 0;
+  std::future<QuantizedMatrix> pending_;
+};
+
 // Writes one planned shard and adds it and its tensors to the manifest.
-void write_shard(const PlannedShard& s, const fs::path& dir, Manifest& m, ProgressMeter& meter,
-                 const Quantizer* quant) {
+void write_shard(const PlannedShard& s, const fs::path& dir, Manifest& m, ProgressMeter& meter, Quantizer* quant) {
   ShardWriter w((dir / s.key.file).string());
   std::vector<TensorInfo> infos;
   for (const PlannedTensor& t : s.tensors) {
     const SafetensorsEntry& e = *t.entry;
     t.file->mapping().advise_sequential(e.begin, e.nbytes());
     if (quant && quant->applies(t)) {
-      const std::string prefix = matrix_prefix(e.name);
-      QuantizedMatrix q = quantize_matrix(quant->format, prefix, reinterpret_cast<const uint16_t*>(t.file->data(e)),
-                                          e.shape[0], e.shape[1], quant->pool);
+      const QuantizedMatrix q = quant->take(t);
       for (const QuantTensor& qt : q.tensors) {
         StoredTensor st = w.write(ShardTensor{qt.name, qt.dtype, qt.shape, qt.data.data(), qt.weight_shape});
         infos.push_back(TensorInfo{qt.name, s.key.file, qt.dtype, qt.shape, st.offset, st.nbytes, st.checksum,
                                    qt.weight_shape});
       }
-      quant->report->add(prefix, t.linear, e.shape, q.stats);
       meter.add_bytes(e.nbytes());
     } else {
-      if (quant && t.linear != LinearRole::none && e.name.ends_with(".weight"))
-        quant->report->kept.push_back(matrix_prefix(e.name));
+      if (quant) quant->kept(t);
       StoredTensor st = w.write(ShardTensor{e.name, e.dtype, e.shape, t.file->data(e), t.weight_shape},
                                 [&](uint64_t n) { meter.add_bytes(n); });
       infos.push_back(TensorInfo{e.name, s.key.file, e.dtype, e.shape, st.offset, st.nbytes, st.checksum,
@@ -221,7 +260,7 @@ ConvertReport convert_checkpoint(const ConvertOptions& o) {
     pool.emplace(o.threads);
     report.quantization.emplace();
     report.quantization->format = *o.quantize;
-    quant = Quantizer{*o.quantize, &*pool, &*report.quantization};
+    quant.emplace(*o.quantize, &*pool, &*report.quantization, plan);
   }
   ProgressMeter meter(o.log, "convert", plan.tensors, plan.bytes);
   uint64_t written = 0;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/model_config.hpp"
@@ -15,6 +16,10 @@
 namespace trillion {
 
 struct ConvertOptions {
+  ConvertOptions() = default;
+  ConvertOptions(std::string in, std::string out, int64_t eps = 32, bool force_ = false, std::ostream* log_ = nullptr)
+      : input_dir(std::move(in)), output_dir(std::move(out)), experts_per_shard(eps), force(force_), log(log_) {}
+
   std::string input_dir;          // HF checkpoint: config.json, *.safetensors, index, tokenizer files
   std::string output_dir;         // created; must be absent or empty unless `force`
   int64_t experts_per_shard = 32; // routed experts per HDF5 file

@@ -54,6 +54,17 @@ struct RowStats {
   }
 };
 
+// Pairwise reductions of a group in place (result in v[0]); each step is an
+// elementwise loop the compiler vectorizes, in a fixed order.
+inline void tree_sum(double* v) {
+  for (int64_t w = kGroup / 2; w >= 1; w /= 2)
+    for (int64_t i = 0; i < w; ++i) v[i] += v[i + w];
+}
+inline void tree_max(double* v) {
+  for (int64_t w = kGroup / 2; w >= 1; w /= 2)
+    for (int64_t i = 0; i < w; ++i) v[i] = v[i + w] > v[i] ? v[i + w] : v[i];
+}
+
 void run_rows(ThreadPool* pool, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (pool && n > 1) pool->parallel_for(n, grain, fn);
   else fn(0, n);
@@ -86,7 +97,10 @@ QuantizedMatrix quantize_groups(WeightFormat format, const std::string& prefix, 
   RowStats rs(rows);
 
   run_rows(pool, rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(cols, 1)), [&](int64_t r0, int64_t r1) {
-    std::vector<float> v(static_cast<size_t>(kGroup));
+    // Per group: values, rounded quotients, errors; written so the compiler
+    // vectorizes each loop (sums and maxima over a group are pairwise trees:
+    // the order is a function of the column, never of the threads).
+    alignas(64) double x[kGroup], qd[kGroup], a[kGroup], e2[kGroup], x2[kGroup], ae[kGroup];
     std::vector<int32_t> q(static_cast<size_t>(cols));
     for (int64_t r = r0; r < r1; ++r) {
       const uint16_t* row = w + r * cols;
@@ -94,26 +108,36 @@ QuantizedMatrix quantize_groups(WeightFormat format, const std::string& prefix, 
       bool bad = false;
       for (int64_t g = 0; g < sc; ++g) {
         const int64_t c0 = g * kGroup, n = std::min(kGroup, cols - c0);
-        float amax = 0;
-        for (int64_t i = 0; i < n; ++i) {
-          v[size_t(i)] = bf16_to_f32(row[c0 + i]);
-          const float a = std::fabs(v[size_t(i)]);
-          bad |= !(a <= FLT_MAX);
-          amax = std::max(amax, a);
-        }
-        const uint16_t s = amax > 0 ? bf16_round_up(double(amax) / qmax) : uint16_t(0);
+        for (int64_t i = n; i < kGroup; ++i) x[i] = 0.0;  // a partial group: zeros change nothing
+        for (int64_t i = 0; i < n; ++i) x[i] = bf16_to_f32(row[c0 + i]);
+        for (int64_t i = 0; i < kGroup; ++i) a[i] = std::fabs(x[i]);
+        for (int64_t i = 0; i < kGroup; ++i) bad |= !(a[i] <= double(FLT_MAX));
+        tree_max(a);
+        const double amax = a[0];
+        const uint16_t s = amax > 0 ? bf16_round_up(amax / qmax) : uint16_t(0);
         scales[r * sc + g] = s;
         const double sd = bf16_to_f32(s);
-        for (int64_t i = 0; i < n; ++i) {
-          const double x = v[size_t(i)];
-          double qi = sd > 0 ? round_even(x / sd) : 0.0;
-          qi = std::min(qmax, std::max(-qmax, qi));
-          q[size_t(c0 + i)] = int32_t(qi);
-          const double e = x - qi * sd;
-          err += e * e;
-          sq += x * x;
-          mx = std::max(mx, std::fabs(e));
+        if (sd > 0) {
+          for (int64_t i = 0; i < kGroup; ++i) {
+            const double t = round_even(x[i] / sd);
+            qd[i] = t < -qmax ? -qmax : (t > qmax ? qmax : t);
+          }
+        } else {
+          for (int64_t i = 0; i < kGroup; ++i) qd[i] = 0.0;
         }
+        for (int64_t i = 0; i < n; ++i) q[size_t(c0 + i)] = int32_t(qd[i]);
+        for (int64_t i = 0; i < kGroup; ++i) {
+          const double e = x[i] - qd[i] * sd;
+          e2[i] = e * e;
+          x2[i] = x[i] * x[i];
+          ae[i] = std::fabs(e);
+        }
+        tree_sum(e2);
+        tree_sum(x2);
+        tree_max(ae);
+        err += e2[0];
+        sq += x2[0];
+        mx = ae[0] > mx ? ae[0] : mx;
       }
       if (int4) {
         uint32_t* words = reinterpret_cast<uint32_t*>(qdata) + r * (cols / 8);

@@ -348,7 +348,7 @@ BOOST_AUTO_TEST_CASE(quantize_scalar_rules) {
   BOOST_TEST(bf16_round_up(std::nextafter(1.0, 2.0)) == 0x3f81);  // just above 1: the next bf16
   BOOST_TEST(bf16_round_up(1.0 + 1.0 / 256) == 0x3f81);           // halfway: up, not to even
   BOOST_TEST(bf16_round_up(1.0 + 1.0 / 128) == 0x3f81);           // exact
-  BOOST_TEST(bf16_round_up(0.5 / 127) == 0x3c01);                 // 0.003937 -> 0.0039368 is below, 0x3c01 above
+  BOOST_TEST(bf16_round_up(0.5 / 127) == 0x3b82);  // 0.0039370 = 2^-8 * 1.00787: 1.0078125 is below, 1.015625 not
   for (double x : {1e-3, 0.1234567, 3.0 / 127, 7.77, 1e5}) {
     const double b = bf16_to_f32(bf16_round_up(x));
     BOOST_TEST(b >= x);
@@ -412,10 +412,10 @@ BOOST_AUTO_TEST_CASE(quantize_round_trips) {
       BOOST_REQUIRE(r.quantization.has_value());
       auto store = ModelStore::open(tmp / "model");  // the loader's checks: table, manifest, config agree
       const Manifest& m = store->manifest();
-      BOOST_TEST(m.weight_format == f);
+      BOOST_TEST((m.weight_format == f));
       BOOST_TEST(m.quantized_from == "bf16");
       BOOST_TEST(store->config().requantized);
-      BOOST_TEST(store->config().weight_format == f);
+      BOOST_TEST((store->config().weight_format == f));
       // Linear layers and lm_head quantized; embedding, norms, router, bias, MTP verbatim.
       const char* weight = f == WeightFormat::int4_group ? "lm_head.weight_packed" : "lm_head.weight";
       BOOST_TEST(store->has(weight));
@@ -447,7 +447,10 @@ BOOST_AUTO_TEST_CASE(quantize_round_trips) {
       const double bound = f == WeightFormat::int8_group ? 1.0 / 127 : f == WeightFormat::int4_group ? 1.0 / 7 : 1.0 / 8;
       BOOST_TEST(q.overall.rel_rms() > 0);
       BOOST_TEST(q.overall.rel_rms() < bound);
-      if (f == WeightFormat::int8_group) BOOST_TEST(q.overall.bits_per_weight() == 8.5);
+      if (f == WeightFormat::int8_group) {  // 8 + 16/32, a little more where in % 32 != 0 (q_b_proj: 48)
+        BOOST_TEST(q.roles.at(LinearRole::routed_experts).bits_per_weight() == 8.5);
+        BOOST_TEST((q.overall.bits_per_weight() > 8.5 && q.overall.bits_per_weight() < 8.52));
+      }
       BOOST_TEST(fs::exists(tmp / "model/quantization.json"));
       const auto cfg = nlohmann::json::parse(read_bytes(tmp / "model/config.json"));
       BOOST_TEST(cfg["quantization_config"]["quant_method"] == "trillion");

@@ -199,7 +199,7 @@ BOOST_AUTO_TEST_CASE(requantized_tables) {
                               {"group_size", 32}};
   ModelConfig cfg = ModelConfig::from_json(c, "config.json");
   BOOST_TEST(cfg.requantized);
-  BOOST_TEST(cfg.weight_format == WeightFormat::int8_group);
+  BOOST_TEST((cfg.weight_format == WeightFormat::int8_group));
   auto m = by_name(expected_hf_tensors(cfg));
   check(m, "lm_head.weight", {129280, 7168}, DType::I8);
   check(m, "lm_head.weight_scale", {129280, 224}, DType::BF16);
