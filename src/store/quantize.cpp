@@ -101,21 +101,25 @@ QuantizedMatrix quantize_groups(WeightFormat format, const std::string& prefix, 
     // vectorizes each loop (sums and maxima over a group are pairwise trees:
     // the order is a function of the column, never of the threads).
     alignas(64) double x[kGroup], qd[kGroup], a[kGroup], e2[kGroup], x2[kGroup], ae[kGroup];
-    std::vector<int32_t> q(static_cast<size_t>(cols));
+    const int64_t ncols = cols, nsc = sc;  // locals: the int8 stores below may alias anything
+    std::vector<int32_t> q(static_cast<size_t>(ncols));
     for (int64_t r = r0; r < r1; ++r) {
-      const uint16_t* row = w + r * cols;
+      const uint16_t* row = w + r * ncols;
       double err = 0, sq = 0, mx = 0;
-      bool bad = false;
-      for (int64_t g = 0; g < sc; ++g) {
-        const int64_t c0 = g * kGroup, n = std::min(kGroup, cols - c0);
+      unsigned exp_max = 0;  // 0x7f80: a NaN or infinity in the row
+      for (int64_t g = 0; g < nsc; ++g) {
+        const int64_t c0 = g * kGroup, n = std::min(kGroup, ncols - c0);
         for (int64_t i = n; i < kGroup; ++i) x[i] = 0.0;  // a partial group: zeros change nothing
-        for (int64_t i = 0; i < n; ++i) x[i] = bf16_to_f32(row[c0 + i]);
+        for (int64_t i = 0; i < n; ++i) {
+          x[i] = bf16_to_f32(row[c0 + i]);
+          const unsigned e = row[c0 + i] & 0x7f80u;
+          exp_max = e > exp_max ? e : exp_max;
+        }
         for (int64_t i = 0; i < kGroup; ++i) a[i] = std::fabs(x[i]);
-        for (int64_t i = 0; i < kGroup; ++i) bad |= !(a[i] <= double(FLT_MAX));
         tree_max(a);
         const double amax = a[0];
         const uint16_t s = amax > 0 ? bf16_round_up(amax / qmax) : uint16_t(0);
-        scales[r * sc + g] = s;
+        scales[r * nsc + g] = s;
         const double sd = bf16_to_f32(s);
         if (sd > 0) {
           for (int64_t i = 0; i < kGroup; ++i) {
@@ -140,20 +144,21 @@ QuantizedMatrix quantize_groups(WeightFormat format, const std::string& prefix, 
         mx = ae[0] > mx ? ae[0] : mx;
       }
       if (int4) {
-        uint32_t* words = reinterpret_cast<uint32_t*>(qdata) + r * (cols / 8);
-        for (int64_t j = 0; j < cols / 8; ++j) {
+        uint32_t* words = reinterpret_cast<uint32_t*>(qdata) + r * (ncols / 8);
+        for (int64_t j = 0; j < ncols / 8; ++j) {
           uint32_t word = 0;
           for (int i = 0; i < 8; ++i) word |= uint32_t(q[size_t(8 * j + i)] + 8) << (4 * i);
           words[j] = word;
         }
       } else {
-        int8_t* dst = reinterpret_cast<int8_t*>(qdata) + r * cols;
-        for (int64_t c = 0; c < cols; ++c) dst[c] = int8_t(q[size_t(c)]);
+        int8_t* dst = reinterpret_cast<int8_t*>(qdata) + r * ncols;
+        const int32_t* src = q.data();
+        for (int64_t c = 0; c < ncols; ++c) dst[c] = int8_t(src[c]);
       }
       rs.err[size_t(r)] = err;
       rs.sq[size_t(r)] = sq;
       rs.max[size_t(r)] = mx;
-      rs.bad[size_t(r)] = bad;
+      rs.bad[size_t(r)] = exp_max == 0x7f80u;
     }
   });
   out.stats = rs.total(prefix, w, cols);
