@@ -14,6 +14,7 @@ const char* to_string(WeightFormat f) {
     case WeightFormat::bf16: return "bf16";
     case WeightFormat::fp8_block: return "fp8";
     case WeightFormat::int4_group: return "int4";
+    case WeightFormat::int8_group: return "int8";
   }
   return "?";
 }
@@ -22,7 +23,8 @@ WeightFormat weight_format_from_string(const std::string& s) {
   if (s == "bf16") return WeightFormat::bf16;
   if (s == "fp8") return WeightFormat::fp8_block;
   if (s == "int4") return WeightFormat::int4_group;
-  throw ConfigError("unknown weight format '" + s + "' (expected bf16, fp8 or int4)");
+  if (s == "int8") return WeightFormat::int8_group;
+  throw ConfigError("unknown weight format '" + s + "' (expected bf16, fp8, int4 or int8)");
 }
 
 namespace {
@@ -76,11 +78,24 @@ struct Reader {
   }
 };
 
-WeightFormat parse_quantization(const json& j, const std::string& source) {
+WeightFormat parse_quantization(const json& j, const std::string& source, bool* requantized) {
+  *requantized = false;
   auto it = j.find("quantization_config");
   if (it == j.end() || it->is_null()) return WeightFormat::bf16;
   const json& q = *it;
+  if (!q.is_object()) throw ConfigError(source + ": quantization_config must be an object");
   const std::string method = q.value("quant_method", "");
+  if (method == "trillion") {  // written by `trillion convert --quantize` (docs/FORMAT.md)
+    const std::string from = q.value("quantized_from", "");
+    if (from != "bf16")
+      throw ConfigError(source + ": quantization_config.quantized_from must be \"bf16\", got \"" + from + "\"");
+    const std::string fmt = q.value("weight_format", "");
+    if (fmt != "int8" && fmt != "int4" && fmt != "fp8")
+      throw ConfigError(source + ": quantization_config.weight_format must be int8, int4 or fp8, got \"" + fmt +
+                        "\"");
+    *requantized = true;
+    return weight_format_from_string(fmt);
+  }
   if (method == "fp8") {
     if (q.value("fmt", "e4m3") != "e4m3")
       throw ConfigError(source + ": quantization_config.fmt must be e4m3");
@@ -179,7 +194,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
     s.original_max_position_embeddings = rr.integer("original_max_position_embeddings", 1);
     c.rope_scaling = s;
   }
-  c.weight_format = parse_quantization(j, source);
+  c.weight_format = parse_quantization(j, source, &c.requantized);
 
   // Cross-field checks: a config that would index out of bounds is refused here.
   if (c.n_routed_experts % c.n_group)

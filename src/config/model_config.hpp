@@ -16,6 +16,7 @@ enum class WeightFormat {
   bf16,       // every tensor bf16 (e_score_correction_bias may be f32)
   fp8_block,  // DeepSeek FP8: e4m3 weights + f32 weight_scale_inv per 128x128 block
   int4_group, // Kimi K2 Thinking: routed experts int4 pack-quantized, group 32, bf16 scales
+  int8_group, // `trillion convert --quantize int8`: int8 q + bf16 scale per 32 input columns
 };
 const char* to_string(WeightFormat f);
 WeightFormat weight_format_from_string(const std::string& s);  // throws ConfigError
@@ -63,6 +64,11 @@ struct ModelConfig {
   std::vector<int64_t> eos_token_ids;
   bool tie_word_embeddings = false;
   WeightFormat weight_format = WeightFormat::bf16;  // from quantization_config
+  // Written by `trillion convert --quantize` (quantization_config.quant_method
+  // "trillion", quantized_from "bf16"): every linear layer including lm_head
+  // is stored in weight_format (int4: those with in_features % 32 == 0), not
+  // only the ones the native checkpoint of that format quantizes.
+  bool requantized = false;
 
   // Derived sizes (pure functions of the fields above).
   int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }

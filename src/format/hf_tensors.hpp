@@ -20,6 +20,11 @@ enum class TensorRole : uint8_t { embed, head, layer, experts, mtp, mtp_experts 
 const char* to_string(TensorRole r);
 TensorRole tensor_role_from_string(const std::string& s);  // throws FormatError
 
+// What a linear layer's matrix is, for `convert --quantize` (which rewrites
+// exactly these) and its error report; `none` for everything else.
+enum class LinearRole : uint8_t { none, attention, dense_mlp, shared_experts, routed_experts, lm_head };
+const char* to_string(LinearRole r);
+
 struct ExpectedTensor {
   std::string name;              // HF name, e.g. model.layers.7.mlp.experts.40.gate_proj.weight
   std::vector<int64_t> shape;
@@ -31,12 +36,17 @@ struct ExpectedTensor {
   // checked and stored as the `weight_shape` attribute of `weight_packed`,
   // not as a dataset.
   bool attribute_only = false;
+  // Set on every tensor stored for a linear layer's matrix (.weight and its
+  // scales) and on lm_head.weight; none for embedding, norms, router, bias.
+  LinearRole linear = LinearRole::none;
 };
 
 // Every tensor of the main model (embedding, layers 0..L-1, final norm,
 // lm_head) in storage order, for cfg.weight_format. MTP layers are not listed:
 // the converter copies them as found. Throws ConfigError when the config
 // cannot describe a valid checkpoint of its format (int4 widths not multiples of 32).
+// cfg.requantized (converted with --quantize): lm_head and every linear layer
+// are in cfg.weight_format; int4 keeps those with in_features % 32 != 0 BF16.
 std::vector<ExpectedTensor> expected_hf_tensors(const ModelConfig& cfg);
 
 // HF names, for code that looks tensors up ("model.layers.7.", "model.layers.7.mlp.experts.40.").

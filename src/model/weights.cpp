@@ -93,9 +93,15 @@ QMatrix load_linear(TensorSource& src, const std::string& prefix, int64_t rows, 
     return m;
   }
   const std::string name = prefix + ".weight";
-  const TensorView w = fetch(src, name, {DType::BF16, DType::F32, DType::F8_E4M3}, {rows, cols});
+  const TensorView w = fetch(src, name, {DType::BF16, DType::F32, DType::F8_E4M3, DType::I8}, {rows, cols});
   m.data = w.data;
-  if (w.dtype == DType::F8_E4M3) {
+  if (w.dtype == DType::I8) {  // convert --quantize int8: bf16 scale per 32 columns (last group partial)
+    const int64_t sc = (cols + 31) / 32;
+    const TensorView s = fetch(src, prefix + ".weight_scale", {DType::BF16}, {rows, sc});
+    m.format = MatFormat::INT8_G32;
+    m.scale = s.data;
+    m.scale_cols = sc;
+  } else if (w.dtype == DType::F8_E4M3) {
     const int64_t sr = (rows + 127) / 128, sc = (cols + 127) / 128;
     const TensorView s = fetch(src, prefix + ".weight_scale_inv", {DType::F32}, {sr, sc});
     m.format = MatFormat::FP8_B128;

@@ -68,7 +68,8 @@ struct ModelWeights {
 MlpWeights load_expert(const ModelConfig& cfg, TensorSource& source, int64_t layer, int64_t expert);
 
 // A linear layer `prefix` (".weight", or FP8 ".weight" + ".weight_scale_inv",
-// or INT4 ".weight_packed" + ".weight_scale") checked to be [rows, cols].
+// or INT4 ".weight_packed" + ".weight_scale", or INT8 I8 ".weight" +
+// ".weight_scale" BF16 [rows, ceil(cols/32)]) checked to be [rows, cols].
 QMatrix load_linear(TensorSource& source, const std::string& prefix, int64_t rows, int64_t cols);
 
 }  // namespace trillion

@@ -51,12 +51,12 @@ class Planner {
   }
 
  private:
-  void place(const ShardKey& key, const HfCheckpoint::Tensor& t) {
+  void place(const ShardKey& key, const HfCheckpoint::Tensor& t, LinearRole linear = LinearRole::none) {
     auto [it, fresh] = shard_pos_.emplace(key.file, plan_.shards.size());
     if (fresh) plan_.shards.push_back(PlannedShard{key, {}});
     PlannedShard& s = plan_.shards[it->second];
     tensor_pos_[t.entry->name] = {it->second, s.tensors.size()};
-    s.tensors.push_back(PlannedTensor{t.file, t.entry, {}});
+    s.tensors.push_back(PlannedTensor{t.file, t.entry, {}, linear});
     plan_.tensors += 1;
     plan_.bytes += t.entry->nbytes();
   }
@@ -89,7 +89,7 @@ class Planner {
         continue;
       }
       if (!e.attribute_only) {
-        place(shard_for(e.role, e.layer, e.expert, cfg_, eps_), *t);
+        place(shard_for(e.role, e.layer, e.expert, cfg_, eps_), *t, e.linear);
         static const std::string kPacked = ".weight_packed";  // int4: [out, in/8] of [out, in]
         if (e.name.size() > kPacked.size() && e.name.ends_with(kPacked))
           unpacked[e.name] = {e.shape[0], e.shape[1] * 8};

@@ -8,6 +8,7 @@
 
 #include "config/model_config.hpp"
 #include "format/hf_checkpoint.hpp"
+#include "format/hf_tensors.hpp"
 #include "store/shard_layout.hpp"
 
 namespace trillion {
@@ -16,6 +17,7 @@ struct PlannedTensor {
   const SafetensorsFile* file = nullptr;
   const SafetensorsEntry* entry = nullptr;
   std::vector<int64_t> weight_shape;  // int4 weight_packed: value of its weight_shape tensor
+  LinearRole linear = LinearRole::none;  // from the table: a linear layer's tensor (MTP: none)
 };
 
 struct PlannedShard {

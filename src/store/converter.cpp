@@ -5,12 +5,19 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <future>
+#include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "common/thread_pool.hpp"
 #include "config/model_config.hpp"
 #include "format/hf_checkpoint.hpp"
 #include "store/convert_plan.hpp"
 #include "store/manifest.hpp"
+#include "store/model_store.hpp"
 #include "store/progress.hpp"
 #include "store/shard_writer.hpp"
 #include "store/staging_dir.hpp"
@@ -46,23 +53,132 @@ void warn(const ConvertOptions& o, ConvertReport& r, const std::string& w) {
   if (o.log) *o.log << "convert: warning: " << w << "\n";
 }
 
+std::string matrix_prefix(const std::string& name) {
+  static const std::string kWeight = ".weight";
+  return name.ends_with(kWeight) ? name.substr(0, name.size() - kWeight.size()) : name;
+}
+
+// The quantization of one conversion (--quantize), shared by every shard.
+// The next matrix is quantized (by the pool, from a helper thread) while the
+// current one is written, so the CPU work hides behind the disk writes.
+class Quantizer {
+ public:
+  Quantizer(WeightFormat format, ThreadPool* pool, QuantizationReport* report, const ConvertPlan& plan)
+      : format_(format), pool_(pool), report_(report) {
+    for (const PlannedShard& s : plan.shards)
+      for (const PlannedTensor& t : s.tensors)
+        if (applies(t)) order_.push_back(&t);
+  }
+  ~Quantizer() {
+    if (pending_.valid()) pending_.wait();
+  }
+
+  // Whether `t` is rewritten: a bf16 linear layer `format` can store.
+  bool applies(const PlannedTensor& t) const {
+    const SafetensorsEntry& e = *t.entry;
+    return t.linear != LinearRole::none && e.dtype == DType::BF16 && e.shape.size() == 2 &&
+           quantizable(format_, e.shape[1]);
+  }
+
+  // The quantized form of `t`; the tensors applies() to must be taken in plan order.
+  QuantizedMatrix take(const PlannedTensor& t) {
+    if (next_ >= order_.size() || order_[next_] != &t) throw Error("convert: quantization out of plan order");
+    if (!pending_.valid()) launch();
+    QuantizedMatrix q = pending_.get();
+    report_->add(matrix_prefix(t.entry->name), t.linear, t.entry->shape, q.stats);
+    ++next_;
+    launch();
+    return q;
+  }
+
+  void kept(const PlannedTensor& t) {
+    if (t.linear != LinearRole::none && t.entry->name.ends_with(".weight"))
+      report_->kept.push_back(matrix_prefix(t.entry->name));
+  }
+
+ private:
+  void launch() {
+    if (next_ >= order_.size()) return;
+    const PlannedTensor* t = order_[next_];
+    pending_ = std::async(std::launch::async, [this, t] {
+      const SafetensorsEntry& e = *t->entry;
+      return quantize_matrix(format_, matrix_prefix(e.name), reinterpret_cast<const uint16_t*>(t->file->data(e)),
+                             e.shape[0], e.shape[1], pool_);
+    });
+  }
+
+  WeightFormat format_;
+  ThreadPool* pool_;
+  QuantizationReport* report_;
+  std::vector<const PlannedTensor*> order_;
+  size_t next_ = 0;
+  std::future<QuantizedMatrix> pending_;
+};
+
 // Writes one planned shard and adds it and its tensors to the manifest.
-void write_shard(const PlannedShard& s, const fs::path& dir, Manifest& m, ProgressMeter& meter) {
+void write_shard(const PlannedShard& s, const fs::path& dir, Manifest& m, ProgressMeter& meter, Quantizer* quant) {
   ShardWriter w((dir / s.key.file).string());
   std::vector<TensorInfo> infos;
   for (const PlannedTensor& t : s.tensors) {
     const SafetensorsEntry& e = *t.entry;
     t.file->mapping().advise_sequential(e.begin, e.nbytes());
-    StoredTensor st = w.write(ShardTensor{e.name, e.dtype, e.shape, t.file->data(e), t.weight_shape},
-                              [&](uint64_t n) { meter.add_bytes(n); });
+    if (quant && quant->applies(t)) {
+      const QuantizedMatrix q = quant->take(t);
+      for (const QuantTensor& qt : q.tensors) {
+        StoredTensor st = w.write(ShardTensor{qt.name, qt.dtype, qt.shape, qt.data.data(), qt.weight_shape});
+        infos.push_back(TensorInfo{qt.name, s.key.file, qt.dtype, qt.shape, st.offset, st.nbytes, st.checksum,
+                                   qt.weight_shape});
+      }
+      meter.add_bytes(e.nbytes());
+    } else {
+      if (quant) quant->kept(t);
+      StoredTensor st = w.write(ShardTensor{e.name, e.dtype, e.shape, t.file->data(e), t.weight_shape},
+                                [&](uint64_t n) { meter.add_bytes(n); });
+      infos.push_back(TensorInfo{e.name, s.key.file, e.dtype, e.shape, st.offset, st.nbytes, st.checksum,
+                                 t.weight_shape});
+    }
     t.file->mapping().advise_done(e.begin, e.nbytes());
-    infos.push_back(TensorInfo{e.name, s.key.file, e.dtype, e.shape, st.offset, st.nbytes, st.checksum,
-                               t.weight_shape});
     meter.item_done();
   }
   const uint64_t bytes = w.finish();
   m.add_shard(ShardInfo{s.key.file, bytes, s.key.role, s.key.layer, s.key.expert_first, s.key.expert_last});
   for (TensorInfo& i : infos) m.add_tensor(std::move(i));
+}
+
+// config.json of a quantized model: the checkpoint's, in its key order, with
+// trillion's quantization_config (docs/FORMAT.md).
+void write_quantized_config(const fs::path& in, const fs::path& out, WeightFormat format) {
+  std::ifstream f(in);
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(in.string() + ": not valid JSON: " + e.what());
+  }
+  nlohmann::ordered_json q = {{"quant_method", "trillion"},
+                              {"weight_format", to_string(format)},
+                              {"quantized_from", "bf16"}};
+  if (format == WeightFormat::fp8_block) {
+    q["fmt"] = "e4m3";
+    q["weight_block_size"] = {128, 128};
+  } else {
+    q["group_size"] = 32;
+    q["symmetric"] = true;
+  }
+  q["modules"] = "every linear layer and lm_head; embedding, norms, router and MTP layers unchanged";
+  q["method"] = quantization_method(format);
+  j["quantization_config"] = std::move(q);
+  std::ofstream o(out, std::ios::trunc);
+  o << j.dump(2) << "\n";
+  o.flush();
+  if (!o) throw SystemError(out.string() + ": cannot write");
+}
+
+void write_json(const fs::path& path, const nlohmann::json& j) {
+  std::ofstream o(path, std::ios::trunc);
+  o << j.dump(1) << "\n";
+  o.flush();
+  if (!o) throw SystemError(path.string() + ": cannot write");
 }
 
 }  // namespace
@@ -76,11 +192,36 @@ ConvertReport convert_checkpoint(const ConvertOptions& o) {
   if (fs::exists(o.output_dir) && fs::equivalent(in, o.output_dir))
     throw InputError("output directory is the input directory");
 
+  if (o.quantize && *o.quantize != WeightFormat::int8_group && *o.quantize != WeightFormat::int4_group &&
+      *o.quantize != WeightFormat::fp8_block)
+    throw InputError(std::string("--quantize must be int8, int4 or fp8, got ") + to_string(*o.quantize));
+
   ConvertReport report;
   // Everything is validated before the output is touched.
   const ModelConfig cfg = ModelConfig::from_file((in / "config.json").string());
+  if (o.quantize && cfg.weight_format != WeightFormat::bf16)
+    throw InputError("--quantize " + std::string(to_string(*o.quantize)) + " needs a bf16 checkpoint, but " +
+                     (in / "config.json").string() + " describes a " + to_string(cfg.weight_format) +
+                     (cfg.requantized ? " model quantized by trillion" : " checkpoint") +
+                     " (quantization_config); convert it without --quantize to keep its " +
+                     to_string(cfg.weight_format) + " weights");
   const HfCheckpoint ckpt(in.string());
   ConvertPlan plan = plan_conversion(ckpt, cfg, o.experts_per_shard);
+  // What the model directory will hold: with --quantize, the config of the result.
+  ModelConfig out_cfg = cfg;
+  uint64_t out_bytes = plan.bytes;
+  if (o.quantize) {
+    out_cfg.weight_format = *o.quantize;
+    out_cfg.requantized = true;
+    out_bytes = 0;
+    for (const PlannedShard& s : plan.shards)
+      for (const PlannedTensor& t : s.tensors) {
+        const SafetensorsEntry& e = *t.entry;
+        const bool q = t.linear != LinearRole::none && e.dtype == DType::BF16 && e.shape.size() == 2 &&
+                       quantizable(*o.quantize, e.shape[1]);
+        out_bytes += q ? quantized_bytes(*o.quantize, e.shape[0], e.shape[1]) : e.nbytes();
+      }
+  }
   for (const std::string& w : ckpt.warnings()) warn(o, report, w);
   for (const std::string& w : plan.warnings) warn(o, report, w);
 
@@ -94,39 +235,67 @@ ConvertReport convert_checkpoint(const ConvertOptions& o) {
   const fs::path dir = stage.path();
   // Fail now rather than hours in: the shards need the tensor bytes plus HDF5's
   // metadata and alignment padding (at most a few pages per tensor).
-  const uint64_t needed = plan.bytes + uint64_t(plan.tensors) * 3 * 4096 + (64ull << 20);
+  const uint64_t needed = out_bytes + uint64_t(plan.tensors) * 2 * 3 * 4096 + (64ull << 20);
   std::error_code ec;
   const fs::space_info space = fs::space(dir, ec);
   if (!ec && space.available < needed)
     throw SystemError(dir.string() + ": not enough disk space: the model needs " + gigabytes(needed) + ", " +
                       gigabytes(space.available) + " available");
   Manifest m;
-  m.weight_format = cfg.weight_format;
+  m.weight_format = out_cfg.weight_format;
+  if (o.quantize) m.quantized_from = "bf16";
   m.experts_per_shard = o.experts_per_shard;
   m.source_path = in.string();
 
-  if (o.log)
+  if (o.log) {
     *o.log << "convert: " << in.string() << " (" << to_string(cfg.weight_format) << ", " << plan.tensors
            << " tensors, " << gigabytes(plan.bytes) << ") -> " << plan.shards.size() << " shards in "
-           << dir.string() << "\n";
+           << dir.string();
+    if (o.quantize) *o.log << ", linear layers quantized to " << to_string(*o.quantize) << " (" << gigabytes(out_bytes) << ")";
+    *o.log << "\n";
+  }
+  std::optional<ThreadPool> pool;
+  std::optional<Quantizer> quant;
+  if (o.quantize) {
+    pool.emplace(o.threads);
+    report.quantization.emplace();
+    report.quantization->format = *o.quantize;
+    quant.emplace(*o.quantize, &*pool, &*report.quantization, plan);
+  }
   ProgressMeter meter(o.log, "convert", plan.tensors, plan.bytes);
-  for (const PlannedShard& s : plan.shards) write_shard(s, dir, m, meter);
+  uint64_t written = 0;
+  for (const PlannedShard& s : plan.shards) write_shard(s, dir, m, meter, quant ? &*quant : nullptr);
+  for (const TensorInfo& t : m.tensors()) written += t.nbytes;
 
   for (const char* f : kSideFiles) {
     if (!fs::exists(in / f)) continue;
+    if (o.quantize && std::string(f) == "config.json") {
+      write_quantized_config(in / f, dir / f, *o.quantize);
+      sync_path(dir / f);
+      report.copied_files.push_back(f);
+      continue;
+    }
     if (!fs::copy_file(in / f, dir / f, fs::copy_options::overwrite_existing, ec) || ec)
       throw SystemError((in / f).string() + ": cannot copy into the model: " + ec.message());
     sync_path(dir / f);
     report.copied_files.push_back(f);
   }
+  if (report.quantization) {
+    write_json(dir / "quantization.json", quantization_json(*report.quantization, in.string()));
+    sync_path(dir / "quantization.json");
+  }
   m.write((dir / "manifest.json").string());
   sync_path(dir / "manifest.json");
   meter.finish();
+  // The result must open as the loader will open it: config.json, manifest
+  // and the table of expected tensors agree (checked before publishing).
+  if (o.quantize) ModelStore::open(dir.string(), StoreOptions{false});
   stage.commit();
 
-  report.tensors = plan.tensors;
+  report.tensors = int64_t(m.tensors().size());
   report.shards = int64_t(plan.shards.size());
-  report.bytes = plan.bytes;
+  report.bytes = written;
+  report.input_bytes = plan.bytes;
   report.seconds = meter.seconds();
   return report;
 }

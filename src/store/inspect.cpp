@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -87,6 +88,14 @@ ModelSummary summarize_model(const std::string& dir) {
     s.bytes_by_dtype[dtype_name(t.dtype)] += t.nbytes;
     s.bytes_by_role[to_string(m.find_shard(t.shard)->role)] += t.nbytes;
   }
+  // The error report convert --quantize wrote (optional: information only).
+  if (!m.quantized_from.empty()) {
+    std::ifstream f(fs::path(dir) / "quantization.json");
+    if (f) {
+      const json j = json::parse(f, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.contains("overall") && j["overall"].is_object()) s.quantization = j["overall"];
+    }
+  }
   for (const ShardInfo& sh : m.shards()) s.shard_problems.push_back(shard_file_problem((fs::path(dir) / sh.file).string(), sh));
   return s;
 }
@@ -97,7 +106,18 @@ void print_summary(std::ostream& out, const ModelSummary& s) {
   int64_t moe = 0;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) moe += c.is_moe_layer(l);
   char buf[512];
-  out << "model " << s.store->dir() << ": " << c.model_type << ", " << to_string(m.weight_format) << " weights\n";
+  out << "model " << s.store->dir() << ": " << c.model_type << ", " << to_string(m.weight_format) << " weights";
+  if (!m.quantized_from.empty())
+    out << " (quantized from " << m.quantized_from << " by trillion convert --quantize: every linear layer and lm_head)";
+  out << "\n";
+  if (!s.quantization.is_null()) {
+    const json& q = s.quantization;
+    std::snprintf(buf, sizeof buf, "  quantization error: relative RMS %.3e, max |error| %.3e, %.3f bits/weight "
+                  "over %lld matrices (quantization.json)\n",
+                  q.value("rel_rms_error", 0.0), q.value("max_abs_error", 0.0), q.value("bits_per_weight", 0.0),
+                  (long long)q.value("matrices", int64_t(0)));
+    out << buf;
+  }
   std::snprintf(buf, sizeof buf,
                 "  layers %lld (%lld dense, %lld MoE) + %lld MTP; hidden %lld, heads %lld, vocab %lld\n"
                 "  MLA: q_lora_rank %s, kv_lora_rank %lld, qk %lld nope + %lld rope, v %lld\n"
@@ -156,6 +176,8 @@ json summary_json(const ModelSummary& s) {
   return json{{"dir", s.store->dir()},
               {"model_type", c.model_type},
               {"weight_format", to_string(m.weight_format)},
+              {"quantized_from", m.quantized_from.empty() ? json(nullptr) : json(m.quantized_from)},
+              {"quantization", s.quantization},
               {"num_hidden_layers", c.num_hidden_layers},
               {"num_nextn_predict_layers", c.num_nextn_predict_layers},
               {"hidden_size", c.hidden_size},

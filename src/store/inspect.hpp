@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "store/manifest.hpp"
 #include "store/model_store.hpp"
@@ -36,6 +36,7 @@ struct ModelSummary {
   std::map<std::string, uint64_t> bytes_by_dtype;
   std::map<std::string, uint64_t> bytes_by_role;
   std::vector<std::string> shard_problems;  // per manifest shard: "" or missing / wrong size
+  nlohmann::json quantization;  // "overall" of quantization.json (quantized models), else null
 };
 
 // Throws FormatError/ConfigError naming the file when config.json or

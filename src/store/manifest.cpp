@@ -89,13 +89,15 @@ json Manifest::to_json() const {
     if (!t.weight_shape.empty()) e["weight_shape"] = t.weight_shape;
     tensors[t.name] = std::move(e);
   }
-  return json{{"format", kFormatName},
-              {"format_version", kFormatVersion},
-              {"weight_format", to_string(weight_format)},
-              {"experts_per_shard", experts_per_shard},
-              {"source", {{"path", source_path}}},
-              {"shards", std::move(shards)},
-              {"tensors", std::move(tensors)}};
+  json out{{"format", kFormatName},
+           {"format_version", kFormatVersion},
+           {"weight_format", to_string(weight_format)},
+           {"experts_per_shard", experts_per_shard},
+           {"source", {{"path", source_path}}},
+           {"shards", std::move(shards)},
+           {"tensors", std::move(tensors)}};
+  if (!quantized_from.empty()) out["quantized_from"] = quantized_from;
+  return out;
 }
 
 namespace {
@@ -159,6 +161,11 @@ Manifest Manifest::from_json(const json& j, const std::string& source) {
     throw FormatError(source + ": " + e.what());
   }
   m.experts_per_shard = top.integer("experts_per_shard", 1);
+  if (j.contains("quantized_from")) {
+    m.quantized_from = top.str("quantized_from");
+    if (m.quantized_from != "bf16") top.fail("quantized_from", "must be \"bf16\" (the only format trillion quantizes)");
+    if (m.weight_format == WeightFormat::bf16) top.fail("quantized_from", "is set but weight_format is bf16");
+  }
   if (auto s = j.find("source"); s != j.end() && s->is_object() && s->contains("path") && (*s)["path"].is_string())
     m.source_path = (*s)["path"].get<std::string>();
 

@@ -43,6 +43,9 @@ class Manifest {
   WeightFormat weight_format = WeightFormat::bf16;
   int64_t experts_per_shard = 32;
   std::string source_path;   // the HF directory converted from (information only)
+  // "bf16" when written by `convert --quantize` (weight_format is then the
+  // target format, every linear layer incl. lm_head in it); "" otherwise.
+  std::string quantized_from;
 
   // Building (the converter). add_tensor requires its shard to be added first.
   void add_shard(ShardInfo s);

@@ -19,6 +19,11 @@ void check_complete(const Manifest& m, const ModelConfig& cfg, const std::string
   if (m.weight_format != cfg.weight_format)
     throw FormatError(source + ": weight_format is " + to_string(m.weight_format) + " but config.json describes a " +
                       to_string(cfg.weight_format) + " checkpoint");
+  if (m.quantized_from.empty() == cfg.requantized)
+    throw FormatError(source + (cfg.requantized ? ": quantized_from is missing but config.json says the weights were"
+                                                  " quantized by trillion convert --quantize"
+                                                : ": quantized_from is set but config.json has no trillion"
+                                                  " quantization_config"));
   for (const ExpectedTensor& e : expected_hf_tensors(cfg)) {
     if (e.attribute_only) {
       const TensorInfo* packed = m.find_tensor(packed_name_for_shape(e.name));

@@ -53,13 +53,15 @@ def checkpoint(work, preset, fmt, seed=0):
     return out
 
 
-def converted(trillion, work, preset, fmt, seed=0, extra=()):
-    """The checkpoint converted to trillion's HDF5 layout, made once."""
+def converted(trillion, work, preset, fmt, seed=0, extra=(), quantize=None):
+    """The checkpoint converted to trillion's HDF5 layout, made once; with
+    `quantize` (int8, int4, fp8) requantized by `convert --quantize`."""
     hf = checkpoint(work, preset, fmt, seed)
-    out = os.path.join(work, "model", f"{preset}-{fmt}-{seed}")
+    out = os.path.join(work, "model", f"{preset}-{fmt}-{seed}" + (f"-q{quantize}" if quantize else ""))
     if not os.path.exists(os.path.join(out, "manifest.json")):
         shutil.rmtree(out, ignore_errors=True)
-        run([trillion, "convert", "--input", hf, "--output", out, *extra])
+        q = ["--quantize", quantize] if quantize else []
+        run([trillion, "convert", "--input", hf, "--output", out, *q, *extra])
     return hf, out
 
 

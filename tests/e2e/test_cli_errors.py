@@ -5,7 +5,7 @@ import json
 import os
 import shutil
 
-from harness import Failures, converted, read_jsonl, run, write_jsonl
+from harness import Failures, checkpoint, converted, read_jsonl, run, write_jsonl
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--trillion", required=True)
@@ -108,4 +108,15 @@ shutil.copytree(model, missing)
 os.remove(os.path.join(missing, info["shard"]))
 expect_error([T, "score", "--model", missing, "--input", good, "--output", out], [info["shard"]],
              "missing shard file")
+
+# --- convert --quantize: a bad format name, an input that is not bf16 (nothing is written).
+qout = os.path.join(case, "quantized")
+expect_error([T, "convert", "--input", hf, "--output", qout, "--quantize", "int3"],
+             ["--quantize", "int8, int4 or fp8", "'int3'"], "bad --quantize value", code=2)
+f.check(not os.path.exists(qout), "bad --quantize value: nothing written")
+hf_fp8 = checkpoint(work, "tiny", "fp8")
+expect_error([T, "convert", "--input", hf_fp8, "--output", qout, "--quantize", "int8"],
+             ["--quantize int8 needs a bf16 checkpoint", "fp8", os.path.join(hf_fp8, "config.json")],
+             "--quantize of an fp8 checkpoint", code=1)
+f.check(not os.path.exists(qout) and not os.path.exists(qout + ".partial"), "fp8 input: nothing written")
 f.finish()

@@ -3,7 +3,12 @@ reference (tests/reference), for one synthetic preset and weight format.
 
 Checks, per request: max |logits - reference| <= 1e-4 * max |reference logits|;
 greedy continuations of 16 tokens identical; prefill logits bit-identical to
-decoding the same tokens one at a time (--step-tokens 1)."""
+decoding the same tokens one at a time (--step-tokens 1).
+
+With --quantize int8|int4|fp8 the checkpoint is converted with `trillion
+convert --quantize`, and the reference runs on the converted model directory
+itself (read with h5py and dequantized in float64: tests/reference/hdf5_model.py),
+so the bar is the same: only the engine's own arithmetic differs."""
 import argparse
 import os
 import shutil
@@ -19,12 +24,14 @@ ap.add_argument("--preset", required=True)
 ap.add_argument("--format", required=True)
 ap.add_argument("--seed", type=int, default=0)
 ap.add_argument("--greedy", type=int, default=16)
+ap.add_argument("--quantize", help="int8, int4 or fp8: convert with --quantize (the checkpoint must be bf16)")
 args = ap.parse_args()
 
 f = Failures()
 work = os.path.abspath(args.work)
-hf, model = converted(args.trillion, work, args.preset, args.format, args.seed)
-case = os.path.join(work, "case", f"{args.preset}-{args.format}-{args.seed}")
+hf, model = converted(args.trillion, work, args.preset, args.format, args.seed, quantize=args.quantize)
+qsuffix = f"-q{args.quantize}" if args.quantize else ""
+case = os.path.join(work, "case", f"{args.preset}-{args.format}-{args.seed}{qsuffix}")
 shutil.rmtree(case, ignore_errors=True)  # results are resumed: start afresh
 os.makedirs(case)
 
@@ -38,7 +45,11 @@ write_jsonl(os.path.join(case, "score.jsonl"), requests)
 
 # Reference: logits of every prefix and greedy continuations.
 ref_dir = os.path.join(case, "ref")
-run([PYTHON, REFERENCE, "--model", hf, "--requests", os.path.join(case, "score.jsonl"),
+if args.quantize:
+    manifest = __import__("json").load(open(os.path.join(model, "manifest.json")))
+    f.check(manifest.get("weight_format") == args.quantize and manifest.get("quantized_from") == "bf16",
+            f"manifest weight_format {manifest.get('weight_format')}, quantized_from {manifest.get('quantized_from')}")
+run([PYTHON, REFERENCE, "--model", model if args.quantize else hf, "--requests", os.path.join(case, "score.jsonl"),
      "--out-dir", ref_dir, "--generate", args.greedy])
 
 # trillion: prefill in one step, and one token per step (the decode path).

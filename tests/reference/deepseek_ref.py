@@ -3,8 +3,10 @@
 Written from the math of Hugging Face `modeling_deepseek.py` and DeepSeek's
 `inference/model.py`; it is the test oracle for the C++ engine. Every weight
 is dequantized exactly to float64 (bf16, DeepSeek fp8 e4m3 with 128x128
-block scales, Kimi K2 compressed-tensors int4 pack-quantized) and the whole
-forward pass runs in float64.
+block scales, Kimi K2 compressed-tensors int4 pack-quantized, trillion's
+int8 with a bf16 scale per 32 columns) and the whole forward pass runs in
+float64. Reads a HF checkpoint (safetensors) or a converted trillion model
+directory (HDF5, via h5py: hdf5_model.py).
 
     ckpt  = Checkpoint(hf_dir)                      # safetensors_reader
     model = Model(Config(ckpt.config), CheckpointWeights(ckpt))
@@ -256,6 +258,16 @@ def dequant_int4_packed(packed, scale, shape, group=32):
     return q * np.repeat(scale, group, axis=1)
 
 
+def dequant_int8_group(q, scale, group=32):
+    """trillion int8 (`convert --quantize int8`): q [out, in] int8, scale [out, ceil(in/group)]
+    float; W[r][c] = q[r][c] * scale[r][c // group] (the last group may be partial)."""
+    out, inn = q.shape
+    if tuple(scale.shape) != (out, -(-inn // group)):
+        raise ConfigError("int8 weight %s needs weight_scale %s, got %s"
+                          % (q.shape, (out, -(-inn // group)), tuple(scale.shape)))
+    return q.astype(np.float64) * np.repeat(scale, group, axis=1)[:, :inn]
+
+
 class DictWeights:
     """In-memory float64 weights keyed by HF names (`<prefix>.weight` for linears)."""
 
@@ -275,7 +287,8 @@ class DictWeights:
 class CheckpointWeights:
     """float64 weights dequantized from a HF checkpoint, cached per process.
     The stored form decides the format: `.weight_packed` -> int4, F8_E4M3
-    `.weight` -> fp8 block scaled, a float `.weight` -> plain."""
+    `.weight` -> fp8 block scaled, I8 `.weight` -> int8 group scaled, a float
+    `.weight` -> plain."""
 
     def __init__(self, ckpt):
         self.ckpt = ckpt
@@ -283,6 +296,9 @@ class CheckpointWeights:
         q = ckpt.config.get("quantization_config") or {}
         self.fp8_block = tuple(q.get("weight_block_size", (128, 128)))
         self.int4_group = 32
+        self.int8_group = 32
+        if q.get("quant_method") == "trillion" and "group_size" in q:  # convert --quantize int8/int4
+            self.int4_group = self.int8_group = int(q["group_size"])
         for g in (q.get("config_groups") or {}).values():
             wq = g.get("weights") or {}
             if wq.get("num_bits") == 4:
@@ -303,6 +319,9 @@ class CheckpointWeights:
             w = dequant_int4_packed(c.raw(prefix + ".weight_packed"),
                                     c.float64(prefix + ".weight_scale"),
                                     c.raw(prefix + ".weight_shape"), self.int4_group)
+        elif c.dtype(prefix + ".weight") == "I8":
+            w = dequant_int8_group(c.raw(prefix + ".weight"), c.float64(prefix + ".weight_scale"),
+                                   self.int8_group)
         elif c.dtype(prefix + ".weight") == "F8_E4M3":
             if prefix + ".weight_scale_inv" not in c:
                 raise ConfigError("%s: fp8 weight without weight_scale_inv" % prefix)
@@ -447,7 +466,9 @@ class Model:
         return logits, routing, tokens, gaps, step_routing
 
 
-def load_model(hf_dir):
-    """Model over a HF checkpoint directory (config.json + safetensors)."""
-    ckpt = Checkpoint(hf_dir)
+def load_model(model_dir):
+    """Model over a HF checkpoint directory (config.json + safetensors) or a
+    converted trillion model directory (config.json + manifest.json + HDF5)."""
+    from hdf5_model import ModelDirectory, is_model_directory
+    ckpt = ModelDirectory(model_dir) if is_model_directory(model_dir) else Checkpoint(model_dir)
     return Model(Config(ckpt.config), CheckpointWeights(ckpt))

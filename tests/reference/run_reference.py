@@ -498,6 +498,25 @@ def test_int4_dequant():
     assert W.tolist() == [row0, row1], W
 
 
+def test_int8_dequant():
+    """[2, 40]: a full group of 32 and a partial one of 8, scales written by hand."""
+    q = np.zeros((2, 40), dtype=np.int8)
+    q[0, 0], q[0, 31], q[0, 32], q[0, 39] = 127, -127, 1, -3
+    q[1, 5], q[1, 33] = -1, 100
+    scale = np.array([[0x3F00, 0x4000], [0x3C00, 0xBF80]], dtype=np.uint16)  # 0.5, 2; 2^-7, -1
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "config.json"), "w") as f:
+            json.dump({}, f)
+        write_safetensors(os.path.join(tmp, "model.safetensors"),
+                          {"e.weight": ("I8", q.shape, q.tobytes()),
+                           "e.weight_scale": ("BF16", scale.shape, scale.astype("<u2").tobytes())})
+        W = ref.CheckpointWeights(Checkpoint(tmp)).linear("e")
+    want = np.zeros((2, 40))
+    want[0, 0], want[0, 31], want[0, 32], want[0, 39] = 63.5, -63.5, 2.0, -6.0
+    want[1, 5], want[1, 33] = -2.0 ** -7, -100.0
+    assert W.tolist() == want.tolist(), W
+
+
 def test_yarn():
     base = {"vocab_size": 8, "hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 1,
             "num_attention_heads": 1, "kv_lora_rank": 4, "qk_nope_head_dim": 4,
@@ -695,7 +714,7 @@ def test_cli():
         assert [l["layer"] for l in r["layers"]] == [1, 2] and len(r["layers"][0]["experts"]) == 1
 
 
-TESTS = [test_e4m3, test_bf16, test_safetensors_bytes, test_fp8_block_dequant, test_int4_dequant,
+TESTS = [test_e4m3, test_bf16, test_safetensors_bytes, test_fp8_block_dequant, test_int4_dequant, test_int8_dequant,
          test_yarn, test_rope_direction, test_rms_norm, test_router, test_absorbed_equals_plain,
          test_against_naive, test_layer_kinds, test_kv_cache, test_checkpoint_formats, test_cli]
 

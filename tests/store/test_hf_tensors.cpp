@@ -190,3 +190,60 @@ BOOST_AUTO_TEST_CASE(shard_names) {
   BOOST_TEST(shard_for(TensorRole::experts, 7, 1000, cfg, 32).file == "layer-007-experts-0992-1023.h5");
   BOOST_CHECK_THROW(shard_for(TensorRole::experts, 7, 1, cfg, 0), ConfigError);
 }
+
+// convert --quantize: config.json's trillion quantization_config makes every
+// linear layer and lm_head quantized, with the roles the error report uses.
+BOOST_AUTO_TEST_CASE(requantized_tables) {
+  nlohmann::json c = deepseek_v3();
+  c["quantization_config"] = {{"quant_method", "trillion"}, {"weight_format", "int8"}, {"quantized_from", "bf16"},
+                              {"group_size", 32}};
+  ModelConfig cfg = ModelConfig::from_json(c, "config.json");
+  BOOST_TEST(cfg.requantized);
+  BOOST_TEST((cfg.weight_format == WeightFormat::int8_group));
+  auto m = by_name(expected_hf_tensors(cfg));
+  check(m, "lm_head.weight", {129280, 7168}, DType::I8);
+  check(m, "lm_head.weight_scale", {129280, 224}, DType::BF16);
+  check(m, "model.layers.0.self_attn.kv_a_proj_with_mqa.weight", {576, 7168}, DType::I8);
+  check(m, "model.layers.0.self_attn.kv_a_proj_with_mqa.weight_scale", {576, 224}, DType::BF16);
+  check(m, "model.layers.5.mlp.experts.7.down_proj.weight_scale", {7168, 64}, DType::BF16);
+  check(m, "model.embed_tokens.weight", {129280, 7168}, DType::BF16);
+  check(m, "model.layers.5.mlp.gate.weight", {256, 7168}, DType::BF16);
+  BOOST_TEST(to_string(m.at("lm_head.weight").linear) == std::string("lm_head"));
+  BOOST_TEST(to_string(m.at("lm_head.weight_scale").linear) == std::string("lm_head"));
+  BOOST_TEST(to_string(m.at("model.layers.0.mlp.up_proj.weight").linear) == std::string("dense_mlp"));
+  BOOST_TEST(to_string(m.at("model.layers.5.mlp.shared_experts.up_proj.weight").linear) ==
+             std::string("shared_experts"));
+  BOOST_TEST(to_string(m.at("model.layers.5.mlp.experts.7.up_proj.weight").linear) == std::string("routed_experts"));
+  BOOST_TEST(to_string(m.at("model.layers.5.self_attn.o_proj.weight").linear) == std::string("attention"));
+  BOOST_TEST(to_string(m.at("model.layers.5.mlp.gate.weight").linear) == std::string("none"));
+  BOOST_TEST(to_string(m.at("model.embed_tokens.weight").linear) == std::string("none"));
+
+  c["quantization_config"]["weight_format"] = "int4";
+  m = by_name(expected_hf_tensors(ModelConfig::from_json(c, "config.json")));
+  check(m, "lm_head.weight_packed", {129280, 896}, DType::I32);
+  check(m, "model.layers.0.self_attn.q_b_proj.weight_packed", {128 * 192, 1536 / 8}, DType::I32);
+  check(m, "model.layers.0.mlp.down_proj.weight_scale", {7168, 18432 / 32}, DType::BF16);
+  c["quantization_config"]["weight_format"] = "fp8";
+  m = by_name(expected_hf_tensors(ModelConfig::from_json(c, "config.json")));
+  check(m, "lm_head.weight", {129280, 7168}, DType::F8_E4M3);
+  check(m, "lm_head.weight_scale_inv", {1010, 56}, DType::F32);
+  // A requantized int4 table keeps a matrix with in % 32 != 0 BF16 (a native one throws).
+  c["v_head_dim"] = 100;  // o_proj in = 128 * 100, a multiple of 32
+  c["quantization_config"]["weight_format"] = "int4";
+  m = by_name(expected_hf_tensors(ModelConfig::from_json(c, "config.json")));
+  check(m, "model.layers.0.self_attn.o_proj.weight_packed", {7168, 128 * 100 / 8}, DType::I32);
+  c["num_attention_heads"] = 1;  // o_proj in = 100
+  c["n_routed_experts"] = 8;
+  c["n_group"] = 1;
+  c["topk_group"] = 1;
+  m = by_name(expected_hf_tensors(ModelConfig::from_json(c, "config.json")));
+  check(m, "model.layers.0.self_attn.o_proj.weight", {7168, 100}, DType::BF16);
+  // Bad blocks are config errors naming the field.
+  for (auto [key, value] : {std::pair<std::string, std::string>{"quantized_from", "fp8"}, {"weight_format", "int2"}}) {
+    nlohmann::json bad = c;
+    bad["quantization_config"][key] = value;
+    BOOST_CHECK_EXCEPTION(ModelConfig::from_json(bad, "config.json"), ConfigError, [&](const ConfigError& e) {
+      return std::string(e.what()).find(key) != std::string::npos;
+    });
+  }
+}
