@@ -1,8 +1,44 @@
 #include "common/thread_pool.hpp"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace trillion {
+namespace {
+
+// How long a thread spins before sleeping: longer than the gap between two
+// matmuls of a decode step, short enough that an idle pool sleeps at once.
+constexpr auto kSpin = std::chrono::microseconds(200);
+constexpr int kPauseSpins = 64;  // pure pause iterations before yielding the core
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until done() for up to kSpin; true when done() became true.
+template <class Done>
+bool spin_until(Done&& done) {
+  for (int i = 0; i < kPauseSpins; ++i) {
+    if (done()) return true;
+    cpu_relax();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (;;) {
+    if (done()) return true;
+    std::this_thread::yield();  // another rank's thread may need this core
+    if (std::chrono::steady_clock::now() > deadline) return done();
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
@@ -12,7 +48,8 @@ ThreadPool::ThreadPool(int n_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
   }
   start_cv_.notify_all();
   for (auto& t : workers_) t.join();
@@ -21,22 +58,19 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* job;
-    int64_t n, chunk;
-    {
+    auto started = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+    if (!spin_until(started)) {
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      n = job_n_;
-      chunk = job_chunk_;
+      start_cv_.wait(lock, started);
     }
-    int64_t begin = int64_t(index) * chunk;
-    if (begin < n) (*job)(begin, std::min(n, begin + chunk));
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+    if (stop_.load(std::memory_order_relaxed)) return;
+    seen = generation_.load(std::memory_order_acquire);
+    const int64_t n = job_n_, chunk = job_chunk_;
+    const int64_t begin = int64_t(index) * chunk;
+    if (begin < n) (*job_)(begin, std::min(n, begin + chunk));
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mu_);  // the caller may be checking pending_ before sleeping
+      done_cv_.notify_one();
     }
   }
 }
@@ -51,18 +85,21 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
     return;
   }
   const int64_t chunk = (n + threads - 1) / threads;
+  job_ = &fn;
+  job_n_ = n;
+  job_chunk_ = chunk;
+  pending_.store(int(workers_.size()), std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    job_n_ = n;
-    job_chunk_ = chunk;
-    pending_ = int(workers_.size());
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
-  start_cv_.notify_all();
+  start_cv_.notify_all();  // no system call when no worker sleeps
   fn(0, std::min(n, chunk));
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return pending_ == 0; });
+  auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, done);
+  }
 }
 
 }  // namespace trillion

@@ -2,7 +2,14 @@
 // Work is split by output index ranges (rows/columns), never by a reduction
 // dimension, so results do not depend on the thread count (DESIGN:
 // determinism by construction).
+//
+// Dispatch: decode runs hundreds of small matmuls per token, so a
+// condition-variable wake-up per call (10-50 us) would dominate. Workers and
+// the caller spin on atomics for a short while (kSpin below; pause first, then
+// sched_yield so that ranks oversubscribing the cores still make progress),
+// then sleep on a condition variable, so an idle process burns no CPU.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -31,13 +38,17 @@ class ThreadPool {
   void worker_loop(int index);
 
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable start_cv_, done_cv_;
+  // The job: written by the caller before generation_ is bumped (release),
+  // read by workers after they see the new generation (acquire).
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0, job_chunk_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};  // workers yet to finish the current job
+  std::atomic<bool> stop_{false};
+  // Sleeping: generation_ is bumped and pending_ reaches 0 under mu_, so a
+  // thread that checks its condition under mu_ before waiting misses no wake-up.
+  std::mutex mu_;
+  std::condition_variable start_cv_, done_cv_;
 };
 
 }  // namespace trillion
