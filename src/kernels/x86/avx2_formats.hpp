@@ -115,10 +115,20 @@ struct Int4Format {
     w = _mm256_and_si256(w, _mm256_set1_epi32(15));
     return _mm256_cvtepi32_ps(_mm256_sub_epi32(w, _mm256_set1_epi32(8)));
   }
+  // The 8 nibbles as stored, 0..15 (q + 8): load = nibbles - 8.
+  __m256 load_nibbles(int64_t r, int64_t c) const {
+    __m256i w = _mm256_set1_epi32(int(d[(r * cols + c) >> 3]));
+    w = _mm256_srlv_epi32(w, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+    return _mm256_cvtepi32_ps(_mm256_and_si256(w, _mm256_set1_epi32(15)));
+  }
   float at(int64_t r, int64_t c) const {
     return float(int((d[(r * cols + c) >> 3] >> (4 * (c & 7))) & 15u) - 8);
   }
   float scale_at(int64_t r, int64_t c) const { return bf16_value(s[r * scale_cols + (c >> 5)]); }
+  // scale_at(r, c) in every lane (the bf16 broadcast, then moved to the top half).
+  __m256 scale_vec(int64_t r, int64_t c) const {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_set1_epi16(int16_t(s[r * scale_cols + (c >> 5)])), 16));
+  }
 };
 
 // int8: q as stored, one bf16 scale per 32 columns of a row.
@@ -138,6 +148,10 @@ struct Int8Format {
   }
   float at(int64_t r, int64_t c) const { return float(d[r * cols + c]); }
   float scale_at(int64_t r, int64_t c) const { return bf16_value(s[r * scale_cols + (c >> 5)]); }
+  // scale_at(r, c) in every lane (the bf16 broadcast, then moved to the top half).
+  __m256 scale_vec(int64_t r, int64_t c) const {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_set1_epi16(int16_t(s[r * scale_cols + (c >> 5)])), 16));
+  }
 };
 
 // Calls fn(Format(W)) with the decoder of W's format.
