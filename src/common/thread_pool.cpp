@@ -13,7 +13,10 @@ namespace {
 // How long a thread spins before sleeping: longer than the gap between two
 // matmuls of a decode step, short enough that an idle pool sleeps at once.
 constexpr auto kSpin = std::chrono::microseconds(200);
-constexpr int kPauseSpins = 64;  // pure pause iterations before yielding the core
+// Pause iterations between clock checks, and between yields of the core
+// (~10 us: when ranks oversubscribe the cores, the thread a spinner waits for
+// gets to run; when nothing else is runnable, sched_yield returns at once).
+constexpr int kClockEvery = 64, kYieldEvery = 512;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -26,15 +29,12 @@ inline void cpu_relax() {
 // Spins until done() for up to kSpin; true when done() became true.
 template <class Done>
 bool spin_until(Done&& done) {
-  for (int i = 0; i < kPauseSpins; ++i) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 1;; ++i) {
     if (done()) return true;
     cpu_relax();
-  }
-  const auto deadline = std::chrono::steady_clock::now() + kSpin;
-  for (;;) {
-    if (done()) return true;
-    std::this_thread::yield();  // another rank's thread may need this core
-    if (std::chrono::steady_clock::now() > deadline) return done();
+    if (i % kYieldEvery == 0) std::this_thread::yield();
+    if (i % kClockEvery == 0 && std::chrono::steady_clock::now() > deadline) return done();
   }
 }
 
