@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -10,13 +11,16 @@
 namespace trillion {
 namespace {
 
-// How long a thread spins before sleeping: longer than the gap between two
-// matmuls of a decode step, short enough that an idle pool sleeps at once.
-constexpr auto kSpin = std::chrono::microseconds(200);
+using Clock = std::chrono::steady_clock;
+
+// The longest spin before sleeping (TRILLION_POOL_SPIN_US overrides; 0 never
+// spins): about the gap between two matmuls of a decode step.
+constexpr int64_t kDefaultSpinUs = 50;
 // Pause iterations between clock checks, and between yields of the core
-// (~10 us: when ranks oversubscribe the cores, the thread a spinner waits for
-// gets to run; when nothing else is runnable, sched_yield returns at once).
+// (~10 us). Yields are rare on purpose: on a loaded machine one hands the
+// core to another process for a whole time slice.
 constexpr int kClockEvery = 64, kYieldEvery = 512;
+constexpr int64_t kMinSpinNs = 1000;  // the shortest adaptive spin (~1 us: cheap, and catches back-to-back jobs)
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -26,22 +30,44 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins until done() for up to kSpin; true when done() became true.
-template <class Done>
-bool spin_until(Done&& done) {
-  const auto deadline = std::chrono::steady_clock::now() + kSpin;
-  for (int i = 1;; ++i) {
-    if (done()) return true;
-    cpu_relax();
-    if (i % kYieldEvery == 0) std::this_thread::yield();
-    if (i % kClockEvery == 0 && std::chrono::steady_clock::now() > deadline) return done();
-  }
+int64_t spin_limit_ns() {
+  const char* env = std::getenv("TRILLION_POOL_SPIN_US");
+  const int64_t us = env ? std::max<int64_t>(0, std::atoll(env)) : kDefaultSpinUs;
+  return us * 1000;
 }
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) {
+int64_t ThreadPool::SpinWait::min_ns() const { return std::min(limit_ns, kMinSpinNs); }
+
+template <class Done, class Sleep>
+void ThreadPool::SpinWait::wait(Done&& done, Sleep&& sleep) {
+  if (done()) return;
+  const Clock::time_point t0 = Clock::now();
+  if (budget_ns > 0) {
+    const Clock::time_point deadline = t0 + std::chrono::nanoseconds(budget_ns);
+    for (int i = 1;; ++i) {
+      if (done()) {
+        // Paid before any yield: spin up to twice as long next time. After a
+        // yield it paid only because this thread gave its core away: shorten.
+        budget_ns = i < kYieldEvery ? std::min(limit_ns, 2 * budget_ns) : std::max(min_ns(), budget_ns / 2);
+        return;
+      }
+      cpu_relax();
+      if (i % kYieldEvery == 0) std::this_thread::yield();
+      if (i % kClockEvery == 0 && Clock::now() > deadline) break;
+    }
+  }
+  sleep();
+  // The spin did not pay (an idle pool, or threads sharing a core, where
+  // spinning only delays the thread waited for): spin half as long next time,
+  // but still a little, to notice when it pays again.
+  budget_ns = std::max(min_ns(), budget_ns / 2);
+}
+
+ThreadPool::ThreadPool(int n_threads) : spin_limit_ns_(spin_limit_ns()) {
   if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  caller_spin_ = {spin_limit_ns_, spin_limit_ns_};
   for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -57,12 +83,13 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
+  SpinWait spin{spin_limit_ns_, spin_limit_ns_};
   for (;;) {
     auto started = [&] { return generation_.load(std::memory_order_acquire) != seen; };
-    if (!spin_until(started)) {
+    spin.wait(started, [&] {
       std::unique_lock<std::mutex> lock(mu_);
       start_cv_.wait(lock, started);
-    }
+    });
     if (stop_.load(std::memory_order_relaxed)) return;
     seen = generation_.load(std::memory_order_acquire);
     const int64_t n = job_n_, chunk = job_chunk_;
@@ -96,10 +123,10 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   start_cv_.notify_all();  // no system call when no worker sleeps
   fn(0, std::min(n, chunk));
   auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
-  if (!spin_until(done)) {
+  caller_spin_.wait(done, [&] {
     std::unique_lock<std::mutex> lock(mu_);
     done_cv_.wait(lock, done);
-  }
+  });
 }
 
 }  // namespace trillion

@@ -5,10 +5,14 @@
 //
 // Dispatch: decode runs hundreds of small matmuls per token, so a
 // condition-variable wake-up per call (5-50 us measured) would dominate.
-// Workers and the caller spin on atomics for a while (200 us, pausing and
-// yielding the core every ~10 us so that ranks oversubscribing the cores
-// still progress), then sleep on a condition variable, so an idle process
-// burns no CPU. bench_matmul with 2+ threads prints the dispatch latency.
+// Workers and the caller first spin on atomics (pausing, yielding the core
+// every ~10 us), then sleep on a condition variable, so an idle process burns
+// no CPU. The spin adapts (SpinWait): a wait that ends while spinning (before
+// any yield) doubles the next spin, any other halves it, so threads that share a core
+// (ranks oversubscribing the cores, a loaded machine) soon stop taking CPU from
+// the threads they wait for. TRILLION_POOL_SPIN_US
+// caps it (default 50; 0 = never spin). bench_matmul with 2+ threads prints
+// the dispatch latency.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -36,7 +40,18 @@ class ThreadPool {
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
+  // The spin-then-sleep wait of one thread (see the top of the file).
+  struct SpinWait {
+    int64_t limit_ns = 0, budget_ns = 0;
+    int64_t min_ns() const;  // the floor of budget_ns: ~1 us, or 0 when spinning is off
+    template <class Done, class Sleep>
+    void wait(Done&& done, Sleep&& sleep);
+  };
+
   void worker_loop(int index);
+
+  int64_t spin_limit_ns_ = 0;
+  SpinWait caller_spin_;
 
   std::vector<std::thread> workers_;
   // The job: written by the caller before generation_ is bumped (release),
