@@ -5,7 +5,7 @@
 // over the group's columns in steps of 8; fused into the 8-lane total times
 // the group scale; hsum's fixed tree; then the columns past the last multiple
 // of 8 (summed in order, times their scale) added last. INT4 decodes straight
-// to weights, (q * bf16 scale, exact in float: Int4Weights) and so reduces like
+// to weights (q * bf16 scale, exact in float: Int4Weights) and so reduces like
 // an unscaled row: one accumulator over the whole row (a 4 x 3 tile needs 12
 // registers, not 24, and its panel path is a plain float GEMM). INT8 keeps
 // its group accumulators: the extra multiply of the same scheme cost ~15% at
@@ -224,7 +224,7 @@ constexpr int64_t panel_min_tokens() {
   return std::is_same_v<F, F32Format> || std::is_same_v<F, Int8Format> ? INT64_MAX : 8;
 }
 
-// A whole number of scale groups (INT4: 4 groups of 32), or kPanelCols unscaled.
+// A whole number of scale groups (FP8: one of 128), or kPanelCols unscaled.
 template <class F>
 constexpr int64_t panel_width() {
   return F::kGroup == 0 ? kPanelCols : F::kGroup >= 128 ? F::kGroup : 128;
