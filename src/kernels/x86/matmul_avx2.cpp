@@ -165,7 +165,11 @@ void rows_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, 
   for (int i = 0; i < RT; ++i)
     for (int t = 0; t < TT; ++t) tot[i][t] = _mm256_setzero_ps();
   const int64_t cv = cols & ~int64_t(7);
-  if constexpr (F::kGroup == 0) {
+  if constexpr (F::kGroup == 0 && TT > 1) {
+    // Compute bound: no prefetch blocks (they cost F32 half its n = 32 speed:
+    // 4 x 3 totals plus operands just fit the registers of one long loop).
+    accumulate<F, RT, TT>(f, cols, x, r, t0, 0, cv, tot);
+  } else if constexpr (F::kGroup == 0) {
     constexpr int64_t B = 2048 / F::kBits;  // 256 bytes of a row per prefetch block
     for (int64_t c = 0; c < cv; c += B) {   // the same chain of sums as one call over [0, cv)
       prefetch_next_tile<F, RT>(f, cols, r, c, min64(c + B, cv));
