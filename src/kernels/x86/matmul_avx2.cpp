@@ -166,8 +166,8 @@ void rows_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, 
     for (int t = 0; t < TT; ++t) tot[i][t] = _mm256_setzero_ps();
   const int64_t cv = cols & ~int64_t(7);
   if constexpr (F::kGroup == 0 && TT > 1) {
-    // Compute bound: no prefetch blocks (they cost F32 half its n = 32 speed:
-    // 4 x 3 totals plus operands just fit the registers of one long loop).
+    // 2+ tokens are compute bound: no prefetch (the blocks cost F32 half its
+    // n = 32 speed: 4 x 3 totals plus operands just fit the registers of one loop).
     accumulate<F, RT, TT>(f, cols, x, r, t0, 0, cv, tot);
   } else if constexpr (F::kGroup == 0) {
     constexpr int64_t B = 2048 / F::kBits;  // 256 bytes of a row per prefetch block
@@ -179,7 +179,7 @@ void rows_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, 
     constexpr int64_t G = F::kGroup;
     int64_t g = 0;
     for (; g + G <= cv; g += G) {  // whole groups: a fixed trip count
-      prefetch_next_tile<F, RT>(f, cols, r, g, g + G);
+      if constexpr (TT == 1) prefetch_next_tile<F, RT>(f, cols, r, g, g + G);  // as above: n = 1 only
       __m256 blk[RT][TT];
       for (int i = 0; i < RT; ++i)
         for (int t = 0; t < TT; ++t) blk[i][t] = _mm256_setzero_ps();
