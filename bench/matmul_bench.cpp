@@ -1,14 +1,17 @@
 // Weight-streaming rate of matmul per format: GB/s of weights read for batch 1
 // (decode is bound by memory bandwidth: compare with ~17-19 GB/s per core
 // here, ENVIRONMENT.md) and GFLOP/s for larger batches (compute bound; FMA
-// peak ~98 GFLOP/s per core). Best of 5 trials.
-//   bench_matmul [rows cols] [threads]
+// peak ~98 GFLOP/s per core). Best of 5 trials. With 2+ threads it also
+// prints the pool's dispatch latency (an empty parallel_for, and a decode-
+// sized 512 x 2048 INT8 matmul at n = 1), wall time per call.
+//   bench_matmul [rows cols] [threads] [formats, e.g. int8,fp8]
 #include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/numeric.hpp"
@@ -79,6 +82,40 @@ double seconds_per_call(const QMatrix& W, const std::vector<float>& x, int64_t n
   return best;
 }
 
+// Mean wall seconds of fn() over calls, best of 5 trials.
+template <class Fn>
+double wall_per_call(Fn&& fn) {
+  fn();
+  double best = 1e30;
+  for (int trial = 0; trial < 5; ++trial) {
+    int reps = 0;
+    const double t0 = now(false);
+    double elapsed = 0;
+    do {
+      fn();
+      ++reps;
+      elapsed = now(false) - t0;
+    } while (elapsed < 0.05);
+    best = std::min(best, elapsed / reps);
+  }
+  return best;
+}
+
+void dispatch_latency(ThreadPool& pool) {
+  const double empty = wall_per_call([&] { pool.parallel_for(pool.size(), 1, [](int64_t, int64_t) {}); });
+  double fastest = 1e30;  // the latency when every thread is on a core (the mean counts preemptions too)
+  for (int i = 0; i < 2000; ++i) {
+    const double t0 = now(false);
+    pool.parallel_for(pool.size(), 1, [](int64_t, int64_t) {});
+    fastest = std::min(fastest, now(false) - t0);
+  }
+  Owned o = make(MatFormat::INT8_G32, 512, 2048);
+  std::vector<float> x(2048, 0.01f), y(512);
+  const double mm = wall_per_call([&] { matmul(o.m, x.data(), 1, y.data(), pool); });
+  std::printf("dispatch: empty parallel_for %.2f us mean (%.2f us fastest), 512x2048 INT8 n=1 matmul %.2f us (%.1f GB/s)\n",
+              empty * 1e6, fastest * 1e6, mm * 1e6, double(qmatrix_bytes(o.m)) / mm / 1e9);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,8 +127,15 @@ int main(int argc, char** argv) {
   // GB/s: weight bytes per call / call time (each call streams the weights once).
   std::printf("%-9s %9s %9s %9s %12s %9s %12s %13s\n", "format", "n=1 GB/s", "n=1 Gw/s", "n=4 GB/s",
               "n=4 GFLOP/s", "n=8 GB/s", "n=8 GFLOP/s", "n=32 GFLOP/s");
+  std::string only = ",";  // ",int8,fp8," or "," (all)
+  if (argc > 4) only.append(argv[4]).append(",");
+  if (pool.size() > 1) dispatch_latency(pool);
   for (MatFormat f : {MatFormat::F32, MatFormat::BF16, MatFormat::FP8_B128, MatFormat::INT4_G32,
                       MatFormat::INT8_G32}) {
+    const char* key = f == MatFormat::F32 ? "f32" : f == MatFormat::BF16 ? "bf16" : f == MatFormat::FP8_B128 ? "fp8" : f == MatFormat::INT4_G32 ? "int4" : "int8";
+    std::string needle = ",";
+    needle.append(key).append(",");
+    if (only != "," && only.find(needle) == std::string::npos) continue;
     Owned o = make(f, rows, cols);
     std::vector<float> x(size_t(32 * cols), 0.01f), y(size_t(32 * rows));
     const double t1 = seconds_per_call(o.m, x, 1, y, pool);

@@ -1,18 +1,81 @@
 #include "common/thread_pool.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace trillion {
+namespace {
 
-ThreadPool::ThreadPool(int n_threads) {
+using Clock = std::chrono::steady_clock;
+
+// The longest spin before sleeping (TRILLION_POOL_SPIN_US overrides; 0 never
+// spins): about the gap between two matmuls of a decode step.
+constexpr int64_t kDefaultSpinUs = 50;
+// Pause iterations between clock checks, and between yields of the core
+// (~10 us). Yields are rare on purpose: on a loaded machine one hands the
+// core to another process for a whole time slice.
+constexpr int kClockEvery = 64, kYieldEvery = 512;
+constexpr int64_t kMinSpinNs = 1000;  // the shortest adaptive spin (~1 us: cheap, and catches back-to-back jobs)
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+int64_t spin_limit_ns() {
+  const char* env = std::getenv("TRILLION_POOL_SPIN_US");
+  const int64_t us = env ? std::max<int64_t>(0, std::atoll(env)) : kDefaultSpinUs;
+  return us * 1000;
+}
+
+}  // namespace
+
+int64_t ThreadPool::SpinWait::min_ns() const { return std::min(limit_ns, kMinSpinNs); }
+
+template <class Done, class Sleep>
+void ThreadPool::SpinWait::wait(Done&& done, Sleep&& sleep) {
+  if (done()) return;
+  const Clock::time_point t0 = Clock::now();
+  if (budget_ns > 0) {
+    const Clock::time_point deadline = t0 + std::chrono::nanoseconds(budget_ns);
+    for (int i = 1;; ++i) {
+      if (done()) {
+        // Paid before any yield: spin up to twice as long next time. After a
+        // yield it paid only because this thread gave its core away: shorten.
+        budget_ns = i < kYieldEvery ? std::min(limit_ns, 2 * budget_ns) : std::max(min_ns(), budget_ns / 2);
+        return;
+      }
+      cpu_relax();
+      if (i % kYieldEvery == 0) std::this_thread::yield();
+      if (i % kClockEvery == 0 && Clock::now() > deadline) break;
+    }
+  }
+  sleep();
+  // The spin did not pay (an idle pool, or threads sharing a core, where
+  // spinning only delays the thread waited for): spin half as long next time,
+  // but still a little, to notice when it pays again.
+  budget_ns = std::max(min_ns(), budget_ns / 2);
+}
+
+ThreadPool::ThreadPool(int n_threads) : spin_limit_ns_(spin_limit_ns()) {
   if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  caller_spin_ = {spin_limit_ns_, spin_limit_ns_};
   for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
   }
   start_cv_.notify_all();
   for (auto& t : workers_) t.join();
@@ -20,23 +83,21 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
+  SpinWait spin{spin_limit_ns_, spin_limit_ns_};
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* job;
-    int64_t n, chunk;
-    {
+    auto started = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+    spin.wait(started, [&] {
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      n = job_n_;
-      chunk = job_chunk_;
-    }
-    int64_t begin = int64_t(index) * chunk;
-    if (begin < n) (*job)(begin, std::min(n, begin + chunk));
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+      start_cv_.wait(lock, started);
+    });
+    if (stop_.load(std::memory_order_relaxed)) return;
+    seen = generation_.load(std::memory_order_acquire);
+    const int64_t n = job_n_, chunk = job_chunk_;
+    const int64_t begin = int64_t(index) * chunk;
+    if (begin < n) (*job_)(begin, std::min(n, begin + chunk));
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mu_);  // the caller may be checking pending_ before sleeping
+      done_cv_.notify_one();
     }
   }
 }
@@ -51,18 +112,21 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
     return;
   }
   const int64_t chunk = (n + threads - 1) / threads;
+  job_ = &fn;
+  job_n_ = n;
+  job_chunk_ = chunk;
+  pending_.store(int(workers_.size()), std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    job_n_ = n;
-    job_chunk_ = chunk;
-    pending_ = int(workers_.size());
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
-  start_cv_.notify_all();
+  start_cv_.notify_all();  // no system call when no worker sleeps
   fn(0, std::min(n, chunk));
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return pending_ == 0; });
+  auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  caller_spin_.wait(done, [&] {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, done);
+  });
 }
 
 }  // namespace trillion

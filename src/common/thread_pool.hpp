@@ -2,7 +2,19 @@
 // Work is split by output index ranges (rows/columns), never by a reduction
 // dimension, so results do not depend on the thread count (DESIGN:
 // determinism by construction).
+//
+// Dispatch: decode runs hundreds of small matmuls per token, and a
+// condition-variable wake-up per call costs 5-70 us. So workers and the
+// caller first spin on atomics for up to TRILLION_POOL_SPIN_US (default 50;
+// pausing, yielding the core every ~10 us): dispatch then takes ~0.1-0.4 us
+// and a 512 x 2048 INT8 matmul on 2 threads 35-60 us instead of 110-130. The
+// spin adapts (SpinWait): a wait that ends while spinning (before any yield)
+// doubles the next spin, any other halves it (floor ~1 us). Then they sleep
+// on a condition variable, so an idle process burns no CPU. Ranks that
+// oversubscribe the cores lose 15-30% to spinning (measured: two 2-thread
+// processes on 2 cores): set TRILLION_POOL_SPIN_US=0 there.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -28,16 +40,31 @@ class ThreadPool {
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
+  // The spin-then-sleep wait of one thread (see the top of the file).
+  struct SpinWait {
+    int64_t limit_ns = 0, budget_ns = 0;
+    int64_t min_ns() const;  // the floor of budget_ns: ~1 us, or 0 when spinning is off
+    template <class Done, class Sleep>
+    void wait(Done&& done, Sleep&& sleep);
+  };
+
   void worker_loop(int index);
 
+  int64_t spin_limit_ns_ = 0;
+  SpinWait caller_spin_;
+
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable start_cv_, done_cv_;
+  // The job: written by the caller before generation_ is bumped (release),
+  // read by workers after they see the new generation (acquire).
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0, job_chunk_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};  // workers yet to finish the current job
+  std::atomic<bool> stop_{false};
+  // Sleeping: generation_ is bumped and pending_ reaches 0 under mu_, so a
+  // thread that checks its condition under mu_ before waiting misses no wake-up.
+  std::mutex mu_;
+  std::condition_variable start_cv_, done_cv_;
 };
 
 }  // namespace trillion

@@ -30,15 +30,18 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// Each format: kGroup (columns per scale, 0 = unscaled), load(r, c) (8 values
-// from column c, c % 8 == 0), at(r, c) (one value, same scaling as load),
-// scale_at(r, c) (the factor that turns load/at values into weights).
+// Each format: kGroup (columns per scale, 0 = unscaled), kBits (stored bits
+// per weight), ptr(r, c) (address of W[r][c]'s byte, for prefetching),
+// load(r, c) (8 values from column c, c % 8 == 0), at(r, c) (one value, same
+// scaling as load), scale_at(r, c) (the factor that turns load/at values into weights).
 
 struct F32Format {
   static constexpr int64_t kGroup = 0;
+  static constexpr int kBits = 32;
   const float* d;
   int64_t cols;
   explicit F32Format(const QMatrix& W) : d(static_cast<const float*>(W.data)), cols(W.cols) {}
+  const void* ptr(int64_t r, int64_t c) const { return d + r * cols + c; }
   __m256 load(int64_t r, int64_t c) const { return _mm256_loadu_ps(d + r * cols + c); }
   float at(int64_t r, int64_t c) const { return d[r * cols + c]; }
   float scale_at(int64_t, int64_t) const { return 1.0f; }
@@ -46,9 +49,11 @@ struct F32Format {
 
 struct Bf16Format {
   static constexpr int64_t kGroup = 0;
+  static constexpr int kBits = 16;
   const uint16_t* d;
   int64_t cols;
   explicit Bf16Format(const QMatrix& W) : d(static_cast<const uint16_t*>(W.data)), cols(W.cols) {}
+  const void* ptr(int64_t r, int64_t c) const { return d + r * cols + c; }
   __m256 load(int64_t r, int64_t c) const {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + r * cols + c));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
@@ -63,6 +68,7 @@ struct Bf16Format {
 // The NaN codes 0x7f/0xff decode as +-480 here (checkpoints hold no NaN).
 struct Fp8Format {
   static constexpr int64_t kGroup = 128;
+  static constexpr int kBits = 8;
   const uint8_t* d;
   const float* s;
   int64_t cols, scale_cols, row0;
@@ -72,6 +78,7 @@ struct Fp8Format {
   static __m128i to_f16(__m128i bytes_sign_extended_to_16) {
     return _mm_and_si128(_mm_slli_epi16(bytes_sign_extended_to_16, 7), _mm_set1_epi16(int16_t(0xBFFF)));
   }
+  const void* ptr(int64_t r, int64_t c) const { return d + r * cols + c; }
   __m256 load(int64_t r, int64_t c) const {
     const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(d + r * cols + c));
     return _mm256_cvtph_ps(to_f16(_mm_cvtepi8_epi16(b)));
@@ -94,39 +101,57 @@ struct Fp8Format {
 // int4: one 32-bit word holds columns 8j..8j+7 (column 8j+i in bits 4i..4i+3, as q+8).
 struct Int4Format {
   static constexpr int64_t kGroup = 32;
+  static constexpr int kBits = 4;
   const uint32_t* d;
   const uint16_t* s;
   int64_t cols, scale_cols;
   explicit Int4Format(const QMatrix& W)
       : d(static_cast<const uint32_t*>(W.data)), s(static_cast<const uint16_t*>(W.scale)), cols(W.cols),
         scale_cols(W.scale_cols) {}
+  const void* ptr(int64_t r, int64_t c) const { return d + ((r * cols + c) >> 3); }
   __m256 load(int64_t r, int64_t c) const {
     __m256i w = _mm256_set1_epi32(int(d[(r * cols + c) >> 3]));
     w = _mm256_srlv_epi32(w, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
     w = _mm256_and_si256(w, _mm256_set1_epi32(15));
     return _mm256_cvtepi32_ps(_mm256_sub_epi32(w, _mm256_set1_epi32(8)));
   }
+  // The 8 nibbles as stored, 0..15 (q + 8): load = nibbles - 8.
+  __m256 load_nibbles(int64_t r, int64_t c) const {
+    __m256i w = _mm256_set1_epi32(int(d[(r * cols + c) >> 3]));
+    w = _mm256_srlv_epi32(w, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+    return _mm256_cvtepi32_ps(_mm256_and_si256(w, _mm256_set1_epi32(15)));
+  }
   float at(int64_t r, int64_t c) const {
     return float(int((d[(r * cols + c) >> 3] >> (4 * (c & 7))) & 15u) - 8);
   }
   float scale_at(int64_t r, int64_t c) const { return bf16_value(s[r * scale_cols + (c >> 5)]); }
+  // scale_at(r, c) in every lane (the bf16 broadcast, then moved to the top half).
+  __m256 scale_vec(int64_t r, int64_t c) const {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_set1_epi16(int16_t(s[r * scale_cols + (c >> 5)])), 16));
+  }
 };
 
 // int8: q as stored, one bf16 scale per 32 columns of a row.
 struct Int8Format {
   static constexpr int64_t kGroup = 32;
+  static constexpr int kBits = 8;
   const int8_t* d;
   const uint16_t* s;
   int64_t cols, scale_cols;
   explicit Int8Format(const QMatrix& W)
       : d(static_cast<const int8_t*>(W.data)), s(static_cast<const uint16_t*>(W.scale)), cols(W.cols),
         scale_cols(W.scale_cols) {}
+  const void* ptr(int64_t r, int64_t c) const { return d + r * cols + c; }
   __m256 load(int64_t r, int64_t c) const {
     const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(d + r * cols + c));
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
   }
   float at(int64_t r, int64_t c) const { return float(d[r * cols + c]); }
   float scale_at(int64_t r, int64_t c) const { return bf16_value(s[r * scale_cols + (c >> 5)]); }
+  // scale_at(r, c) in every lane (the bf16 broadcast, then moved to the top half).
+  __m256 scale_vec(int64_t r, int64_t c) const {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_set1_epi16(int16_t(s[r * scale_cols + (c >> 5)])), 16));
+  }
 };
 
 // Calls fn(Format(W)) with the decoder of W's format.

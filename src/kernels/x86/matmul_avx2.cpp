@@ -1,20 +1,26 @@
 // AVX2 matmul: y[t][r] = sum_c W[r][c] x[t][c].
 //
 // Per output element, whatever path or tile it falls in: one 8-lane FMA
-// accumulator per scale group (128 FP8, 32 INT4, the whole row otherwise)
+// accumulator per scale group (128 FP8, 32 INT8, the whole row otherwise)
 // over the group's columns in steps of 8; fused into the 8-lane total times
 // the group scale; hsum's fixed tree; then the columns past the last multiple
-// of 8 (summed in order, times their scale) added last. Both paths below
-// perform exactly these operations on exactly these values (weights decode
-// exactly to float), so they give the same bits:
+// of 8 (summed in order, times their scale) added last. INT4 decodes straight
+// to weights (q * bf16 scale, exact in float: Int4Weights) and so reduces like
+// an unscaled row: one accumulator over the whole row (a 4 x 3 tile needs 12
+// registers, not 24, and its panel path is a plain float GEMM). INT8 keeps
+// its group accumulators: the extra multiply of the same scheme cost ~15% at
+// n = 1, where INT8 is the decode format that must stream at bandwidth.
+// Both paths below perform exactly these operations on exactly these values
+// (weights decode exactly to float), so they give the same bits:
 //
 // - direct: register tiles of 4 rows x up to 3 tokens, weights decoded
-//   straight into registers (once per 3 tokens);
-// - panel (BF16 and FP8, n >= 8): for 4 rows at a time, each group (or
+//   straight into registers (once per 3 tokens), the next row tile prefetched;
+// - panel (BF16, FP8, INT4; n >= 8): for 4 rows at a time, each group (or
 //   256-column panel of an unscaled row) is decoded once into an L1 buffer of
 //   floats and then streamed from there for every token, 4 rows x 3 tokens
 //   per register tile. It pays where decoding costs more than the buffer's
-//   store and reload (measured: not for F32, INT4, or n < 8).
+//   store and reload (measured: not for F32, INT8 with its 32-column groups,
+//   or n < 8).
 #include <cstdint>
 #include <type_traits>
 
@@ -27,11 +33,59 @@ namespace {
 
 constexpr int kMaxRows = 4, kMaxToks = 3;
 
+// INT4 as weights, (nibble - 8) * scale = fma(nibble, scale, -8 * scale):
+// exact (at most 4 + 8 significant bits), and one operation fewer than
+// converting q, then scaling. Decoded per 8 columns, or per 32-column scale
+// group with the scale broadcast once (group_scale, load_scaled). kGroup = 0:
+// no group accumulators; scale_at = 1, so "times the scale" is exact.
+struct Int4Weights {
+  static constexpr int64_t kGroup = 0;
+  static constexpr int64_t kScaleGroup = Int4Format::kGroup;
+  static constexpr int kBits = Int4Format::kBits;
+  struct Scale {
+    __m256 s, off;  // scale, -8 * scale
+  };
+  Int4Format f;
+  const void* ptr(int64_t r, int64_t c) const { return f.ptr(r, c); }
+  Scale group_scale(int64_t r, int64_t c) const {
+    const __m256 s = f.scale_vec(r, c);
+    return {s, _mm256_mul_ps(s, _mm256_set1_ps(-8.0f))};
+  }
+  __m256 load_scaled(int64_t r, int64_t c, const Scale& s) const {
+    return _mm256_fmadd_ps(f.load_nibbles(r, c), s.s, s.off);
+  }
+  __m256 load(int64_t r, int64_t c) const { return load_scaled(r, c, group_scale(r, c)); }
+  float at(int64_t r, int64_t c) const { return f.at(r, c) * f.scale_at(r, c); }
+  float scale_at(int64_t, int64_t) const { return 1.0f; }
+};
+
 // blk[i][t] += W[r+i][c, c+8) * x[t0+t][c, c+8) for the 8-column chunks in [c0, c1).
 template <class F, int RT, int TT>
 inline void accumulate(const F& f, int64_t cols, const float* x, int64_t r, int64_t t0, int64_t c0, int64_t c1,
                        __m256 (&blk)[RT][TT]) {
   int64_t c = c0;
+  if constexpr (requires { F::kScaleGroup; }) {  // one scale broadcast per row and group; same sums
+    constexpr int64_t G = F::kScaleGroup;
+    for (; c % G == 0 && c + G <= c1; c += G) {
+      if constexpr (TT == 1) {  // registers to spare: the RT scales held, x loaded once per chunk
+        decltype(f.group_scale(r, c)) s[RT];
+        for (int i = 0; i < RT; ++i) s[i] = f.group_scale(r + i, c);
+        for (int64_t k = c; k < c + G; k += 8) {
+          const __m256 xv = _mm256_loadu_ps(x + t0 * cols + k);
+          for (int i = 0; i < RT; ++i) blk[i][0] = _mm256_fmadd_ps(f.load_scaled(r + i, k, s[i]), xv, blk[i][0]);
+        }
+      } else {
+        for (int i = 0; i < RT; ++i) {
+          const auto s = f.group_scale(r + i, c);
+          for (int64_t k = c; k < c + G; k += 8) {
+            const __m256 w = f.load_scaled(r + i, k, s);
+            for (int t = 0; t < TT; ++t)
+              blk[i][t] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + (t0 + t) * cols + k), blk[i][t]);
+          }
+        }
+      }
+    }
+  }
   if constexpr (requires(__m256 a) { f.load16(r, c, a, a); }) {  // same sums, wider decode
     for (; c + 16 <= c1; c += 16) {
       __m256 lo[RT], hi[RT];
@@ -90,18 +144,44 @@ inline void finish(const F& f, int64_t cols, const float* x, float* y, int64_t l
 
 // ---- direct path ----
 
+// Software prefetch of the same columns in the next row tile (RT rows on):
+// the hardware prefetcher restarts at every 4 KiB page, and a row tile reads
+// RT streams that each cross pages often (a 4096-column INT8 row is one page),
+// so without it n = 1 ran well below bandwidth. The address is computed as an
+// integer: past the last row it is never dereferenced (prefetches do not fault).
+template <class F, int RT>
+inline void prefetch_next_tile(const F& f, int64_t cols, int64_t r, int64_t c0, int64_t c1) {
+  const uintptr_t next = uintptr_t(RT) * uintptr_t(cols) * F::kBits / 8;
+  const uintptr_t len = uintptr_t(c1 - c0) * F::kBits / 8;
+  for (int i = 0; i < RT; ++i) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(f.ptr(r + i, c0)) + next;
+    for (uintptr_t o = 0; o < len; o += 64) _mm_prefetch(reinterpret_cast<const char*>(a + o), _MM_HINT_T0);
+  }
+}
+
 template <class F, int RT, int TT>
 void rows_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, int64_t r, int64_t t0) {
   __m256 tot[RT][TT];
   for (int i = 0; i < RT; ++i)
     for (int t = 0; t < TT; ++t) tot[i][t] = _mm256_setzero_ps();
   const int64_t cv = cols & ~int64_t(7);
-  if constexpr (F::kGroup == 0) {
+  if constexpr (F::kGroup == 0 && (TT > 1 || F::kBits == 32)) {
+    // F32 streams at bandwidth on hardware prefetch alone (measured ~10%
+    // slower with the prefetch blocks at n = 1).
+    // 2+ tokens are compute bound: no prefetch (the blocks cost F32 half its
+    // n = 32 speed: 4 x 3 totals plus operands just fit the registers of one loop).
     accumulate<F, RT, TT>(f, cols, x, r, t0, 0, cv, tot);
+  } else if constexpr (F::kGroup == 0) {
+    constexpr int64_t B = 2048 / F::kBits;  // 256 bytes of a row per prefetch block
+    for (int64_t c = 0; c < cv; c += B) {   // the same chain of sums as one call over [0, cv)
+      prefetch_next_tile<F, RT>(f, cols, r, c, min64(c + B, cv));
+      accumulate<F, RT, TT>(f, cols, x, r, t0, c, min64(c + B, cv), tot);
+    }
   } else {
     constexpr int64_t G = F::kGroup;
     int64_t g = 0;
     for (; g + G <= cv; g += G) {  // whole groups: a fixed trip count
+      if constexpr (TT == 1) prefetch_next_tile<F, RT>(f, cols, r, g, g + G);  // as above: n = 1 only
       __m256 blk[RT][TT];
       for (int i = 0; i < RT; ++i)
         for (int t = 0; t < TT; ++t) blk[i][t] = _mm256_setzero_ps();
@@ -147,10 +227,10 @@ constexpr int64_t kTokBlock = 48;    // tokens whose running sums are kept per r
 // Smallest n that takes the panel path (bench_matmul, 4096 x 4096, 1 thread).
 template <class F>
 constexpr int64_t panel_min_tokens() {
-  return std::is_same_v<F, Fp8Format> || std::is_same_v<F, Bf16Format> ? 8 : INT64_MAX;
+  return std::is_same_v<F, F32Format> || std::is_same_v<F, Int8Format> ? INT64_MAX : 8;
 }
 
-// A whole number of scale groups (INT4: 4 groups of 32), or kPanelCols unscaled.
+// A whole number of scale groups (FP8: one of 128), or kPanelCols unscaled.
 template <class F>
 constexpr int64_t panel_width() {
   return F::kGroup == 0 ? kPanelCols : F::kGroup >= 128 ? F::kGroup : 128;
@@ -162,6 +242,12 @@ inline void decode_panel(const F& f, int64_t r, int64_t c0, int64_t c1, float* b
   constexpr int64_t P = panel_width<F>();
   for (int i = 0; i < RT; ++i) {
     int64_t c = c0;
+    if constexpr (requires { F::kScaleGroup; }) {
+      for (; c % F::kScaleGroup == 0 && c + F::kScaleGroup <= c1; c += F::kScaleGroup) {
+        const auto s = f.group_scale(r + i, c);
+        for (int64_t k = c; k < c + F::kScaleGroup; k += 8) _mm256_store_ps(buf + i * P + (k - c0), f.load_scaled(r + i, k, s));
+      }
+    }
     if constexpr (requires(__m256 a) { f.load16(r, c, a, a); }) {
       for (; c + 16 <= c1; c += 16) {
         __m256 lo, hi;
@@ -250,11 +336,18 @@ void rows_panel(const F& f, int64_t cols, const float* x, int64_t n, float* y, i
 }  // namespace
 
 void matmul_rows(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  with_decoder(W, [&](const auto& f) {
+  auto run = [&](const auto& f) {
     if (n < panel_min_tokens<std::decay_t<decltype(f)>>())
       rows_direct(f, W.cols, x, n, y, ldy, r0, r1);
     else
       rows_panel(f, W.cols, x, n, y, ldy, r0, r1);
+  };
+  with_decoder(W, [&](const auto& f) {
+    using F = std::decay_t<decltype(f)>;
+    if constexpr (std::is_same_v<F, Int4Format>)
+      run(Int4Weights{f});
+    else
+      run(f);
   });
 }
 

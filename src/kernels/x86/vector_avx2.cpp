@@ -1,4 +1,6 @@
 // AVX2 dot and axpy for attention over the cache.
+#include <cmath>
+
 #include "kernels/kernel_table.hpp"
 #include "kernels/x86/avx2_formats.hpp"
 
@@ -23,11 +25,13 @@ float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
+// y[i] = fma(alpha, x[i], y[i]) for every i, vector or tail alike, so an
+// element's bits do not depend on n.
 void axpy(float alpha, const float* x, float* y, int64_t n) {
   const __m256 a = _mm256_set1_ps(alpha);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(a, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] += alpha * x[i];
+  for (; i < n; ++i) y[i] = std::fma(alpha, x[i], y[i]);
 }
 
 }  // namespace avx2
