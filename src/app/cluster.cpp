@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "common/error.hpp"
 #include "engine/local_runner.hpp"
@@ -79,7 +80,14 @@ int Cluster::guarded(const std::function<int()>& fn) {
                          std::to_string(cfg.max_position_embeddings) + ")");
       shape = RunShape{opts_.max_batch, int32_t(max_len), opts_.micro_batches, opts_.kv_cache_tokens};
       layout_ = make_layout(cfg, model_sizes(cfg, store_->manifest()), mode, size(), opts_.stages);
-      pool_ = std::make_unique<ThreadPool>(opts_.threads);
+      // Ranks sharing a host share its cores: by default each takes its part
+      // of the physical cores; spinning for work only pays when no thread
+      // competes for a core (ThreadPool).
+      const int ranks_here = std::max(1, env_->ranks_on_host());
+      const int threads = opts_.threads > 0 ? opts_.threads : std::max(1, physical_cores() / ranks_here);
+      const bool cores_to_spare =
+          int64_t(threads) * ranks_here <= int64_t(std::max(1u, std::thread::hardware_concurrency()));
+      pool_ = std::make_unique<ThreadPool>(threads, cores_to_spare);
     } catch (const Error& e) {
       error = e.what();
     }

@@ -10,7 +10,7 @@ namespace trillion::app {
 void add_run_options(po::options_description& desc, RunOptions& o) {
   desc.add_options()
       ("model", po::value(&o.model_dir)->required(), "converted model directory (trillion convert)")
-      ("threads", po::value(&o.threads)->default_value(0), "threads per rank (0: all cores)")
+      ("threads", po::value(&o.threads)->default_value(0), "threads per rank (0: the host's physical cores divided among its ranks)")
       ("max-batch", po::value(&o.max_batch)->default_value(8), "sequence slots decoded together")
       ("max-len", po::value(&o.max_len)->default_value(0),
        "positions per sequence (0: min(max_position_embeddings, 4096))")

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <set>
+#include <string>
+#include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -65,8 +69,21 @@ void ThreadPool::SpinWait::wait(Done&& done, Sleep&& sleep) {
   budget_ns = std::max(min_ns(), budget_ns / 2);
 }
 
-ThreadPool::ThreadPool(int n_threads) : spin_limit_ns_(spin_limit_ns()) {
-  if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+int physical_cores() {
+  const int logical = int(std::max(1u, std::thread::hardware_concurrency()));
+  std::set<std::pair<std::string, std::string>> cores;  // (package, core id)
+  for (int cpu = 0; cpu < logical; ++cpu) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    std::ifstream pkg(dir + "physical_package_id"), core(dir + "core_id");
+    std::string p, c;
+    if (!(pkg >> p) || !(core >> c)) return logical;  // no topology (not Linux, or hidden)
+    cores.emplace(p, c);
+  }
+  return std::max(1, int(cores.size()));
+}
+
+ThreadPool::ThreadPool(int n_threads, bool spin) : spin_limit_ns_(spin ? spin_limit_ns() : 0) {
+  if (n_threads <= 0) n_threads = physical_cores();
   caller_spin_ = {spin_limit_ns_, spin_limit_ns_};
   for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }

@@ -12,7 +12,9 @@
 // doubles the next spin, any other halves it (floor ~1 us). Then they sleep
 // on a condition variable, so an idle process burns no CPU. Ranks that
 // oversubscribe the cores lose 15-30% to spinning (measured: two 2-thread
-// processes on 2 cores): set TRILLION_POOL_SPIN_US=0 there.
+// processes on 2 cores): callers that know the cores are shared pass
+// spin = false (the cluster does when a host's ranks x threads exceed its
+// cores); TRILLION_POOL_SPIN_US=0 turns spinning off everywhere.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -24,10 +26,15 @@
 
 namespace trillion {
 
+// Cores of this machine without SMT siblings (Linux: distinct core ids in
+// /sys/devices/system/cpu; elsewhere the hardware concurrency). Decode is
+// bandwidth-bound and a sibling only competes for the same FMA units.
+int physical_cores();
+
 class ThreadPool {
  public:
-  // n_threads <= 0: the machine's hardware concurrency.
-  explicit ThreadPool(int n_threads = 0);
+  // n_threads <= 0: physical_cores(). spin = false: workers sleep at once.
+  explicit ThreadPool(int n_threads = 0, bool spin = true);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
