@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include <nlohmann/json.hpp>
 
 #include "common/thread_pool.hpp"
@@ -36,6 +38,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// CPU seconds of the whole process (every thread): with wall time, how busy
+// the pool's threads were (waits on dispatch, serial sections, imbalance).
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
 
 LayerRange whole_model(const ModelConfig& cfg) { return LayerRange{0, cfg.num_hidden_layers, true, true}; }
 
@@ -126,7 +136,7 @@ class CountingExperts : public ExpertBackend {
 
 // One timed step's figures.
 struct StepStats {
-  double seconds = 0, expert_seconds = 0, head_seconds = 0;
+  double seconds = 0, expert_seconds = 0, head_seconds = 0, cpu_seconds = 0;
   int64_t tokens = 0, weight_bytes = 0, macs = 0, distinct_experts = 0;
 };
 
@@ -146,6 +156,7 @@ class Bench {
     const int64_t n = batch.size(), d = cfg_.hidden_size, V = cfg_.vocab_size, m = int64_t(head_rows.size());
     x_.resize(size_t(n * d));
     counting_.reset();
+    const double cpu0 = cpu_seconds();
     const auto t0 = Clock::now();
     model_.embed(tokens.data(), n, x_.data());
     model_.forward(batch, x_.data(), cache);
@@ -157,6 +168,7 @@ class Bench {
     StepStats s;
     s.seconds = since(t0);
     s.head_seconds = since(th);
+    s.cpu_seconds = cpu_seconds() - cpu0;
     if (next) {
       next->resize(size_t(m));
       for (int64_t i = 0; i < m; ++i) {
@@ -194,7 +206,7 @@ struct Limits {
   double gbps = 0, gflops = 0;  // 0: unknown, fractions left out
 };
 
-nlohmann::json summarize(const std::vector<StepStats>& steps, const Limits& lim) {
+nlohmann::json summarize(const std::vector<StepStats>& steps, const Limits& lim, int threads) {
   // Median step by time: robust to the odd step slowed by other jobs on the machine.
   std::vector<StepStats> s = steps;
   std::sort(s.begin(), s.end(), [](const StepStats& a, const StepStats& b) { return a.seconds < b.seconds; });
@@ -216,6 +228,7 @@ nlohmann::json summarize(const std::vector<StepStats>& steps, const Limits& lim)
   j["gflops"] = gflops;
   j["expert_share"] = med.expert_seconds / med.seconds;  // routed experts' part of the step time
   j["head_share"] = med.head_seconds / med.seconds;      // final norm + lm_head + argmax
+  j["cpu_busy"] = med.cpu_seconds / (med.seconds * threads);  // 1: every thread busy the whole step
   if (lim.gbps > 0) j["bandwidth_fraction"] = gbps / lim.gbps;
   if (lim.gflops > 0) j["peak_fraction"] = gflops / lim.gflops;
   return j;
@@ -229,10 +242,12 @@ std::string frac(const nlohmann::json& j, const char* key) {
 }
 
 void print_row(const std::string& what, const nlohmann::json& j) {
-  std::printf("%-14s %9.1f %9.2f %9.1f %6s %9.1f %6s %7.0f%% %6.0f%%\n", what.c_str(), j["tokens_per_s"].get<double>(),
+  std::printf("%-14s %9.1f %9.2f %9.1f %6s %9.1f %6s %7.0f%% %6.0f%% %6.0f%%\n", what.c_str(),
+              j["tokens_per_s"].get<double>(),
               j["weight_bytes_per_step"].get<double>() / 1e6, j["weight_gbps"].get<double>(),
               frac(j, "bandwidth_fraction").c_str(), j["gflops"].get<double>(), frac(j, "peak_fraction").c_str(),
-              100 * j["expert_share"].get<double>(), 100 * j["head_share"].get<double>());
+              100 * j["expert_share"].get<double>(), 100 * j["head_share"].get<double>(),
+              100 * j["cpu_busy"].get<double>());
   std::fflush(stdout);
 }
 
@@ -296,13 +311,14 @@ int run(int argc, char** argv) {
   std::printf("model %s, %d thread(s); fixed weights %.1f MB/step + %.2f MB per routed expert\n", model_dir.c_str(),
               pool.size(), double(bench.costs().fixed_bytes + bench.costs().head_bytes) / 1e6,
               double(bench.costs().expert_bytes.back()) / 1e6);
-  std::printf("%-14s %9s %9s %9s %6s %9s %6s %8s %7s\n", "step", "tokens/s", "MB/step", "GB/s", "of BW", "GFLOP/s",
-              "of pk", "experts", "head");
+  // experts / head: share of the step in routed experts / lm_head; busy: CPU time / (wall x threads).
+  std::printf("%-14s %9s %9s %9s %6s %9s %6s %8s %7s %7s\n", "step", "tokens/s", "MB/step", "GB/s", "of BW", "GFLOP/s",
+              "of pk", "experts", "head", "busy");
 
   // Prefill: prefill_seqs sequences of prefill_len tokens in one step, logits
   // of each sequence's last row (as the engine does). The first run also
-  // pages in the mmap'd weights, so it is not timed.
-  {
+  // pages in the mmap'd weights, so it is not timed. --prefill-seqs 0 skips it.
+  if (prefill_seqs > 0) {
     KvCache cache(cfg, whole_model(cfg), prefill_seqs, prefill_len);
     Batch batch;
     std::vector<int32_t> tokens;
@@ -317,7 +333,7 @@ int run(int argc, char** argv) {
     bench.step(batch, tokens, cache, heads, nullptr);
     std::vector<StepStats> runs;
     for (int r = 0; r < reps; ++r) runs.push_back(bench.step(batch, tokens, cache, heads, nullptr));
-    nlohmann::json j = summarize(runs, lim);
+    nlohmann::json j = summarize(runs, lim, pool.size());
     j["sequences"] = prefill_seqs;
     j["prompt_len"] = prefill_len;
     out["prefill"] = j;
@@ -350,7 +366,7 @@ int run(int argc, char** argv) {
       const std::vector<int32_t> in = next;
       runs.push_back(bench.step(b, in, cache, all, &next));
     }
-    nlohmann::json j = summarize(runs, lim);
+    nlohmann::json j = summarize(runs, lim, pool.size());
     j["batch"] = B;
     j["context"] = context;
     out["decode"].push_back(j);
