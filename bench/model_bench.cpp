@@ -19,6 +19,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sys/resource.h>
@@ -106,6 +107,69 @@ Costs measure_costs(const ModelConfig& cfg, TensorSource& src) {
   c.head_macs = w.lm_head.rows * w.lm_head.cols;
   c.embed_row_bytes = qmatrix_bytes(w.embed) / std::max<int64_t>(1, w.embed.rows);
   return c;
+}
+
+// The batch-1 kernel floor: every matrix a one-token step streams (experts
+// 0..top_k-1 standing in for the chosen ones), each as one pool matmul at
+// n=1 in model order (so nothing stays cached), timed by part. The decode
+// step's time over this sum is what the model adds to its kernels.
+struct Floor {
+  std::vector<std::pair<std::string, QMatrix>> mats;  // (part, matrix) in model order
+};
+
+Floor b1_floor_matrices(const ModelConfig& cfg, TensorSource& src) {
+  const ModelWeights w = ModelWeights::load(cfg, whole_model(cfg), src);
+  Floor f;
+  auto mlp = [&](const char* part, const MlpWeights& m) {
+    for (const QMatrix* q : {&m.gate, &m.up, &m.down}) f.mats.emplace_back(part, *q);
+  };
+  for (const LayerWeights& L : w.layers) {
+    const AttentionWeights& a = L.attn;
+    for (const QMatrix* q : a.has_q_lora ? std::vector<const QMatrix*>{&a.q_a, &a.q_b} : std::vector<const QMatrix*>{&a.q})
+      f.mats.emplace_back("attention", *q);
+    for (const QMatrix* q : {&a.kv_a, &a.kv_b, &a.o}) f.mats.emplace_back("attention", *q);
+    if (!L.is_moe) {
+      mlp("dense mlp", L.mlp);
+      continue;
+    }
+    f.mats.emplace_back("router", L.moe.gate);
+    if (L.moe.has_shared) mlp("shared expert", L.moe.shared);
+    for (int64_t e = 0; e < cfg.num_experts_per_tok; ++e) mlp("routed experts", load_expert(cfg, src, L.layer, e));
+  }
+  f.mats.emplace_back("lm_head", w.lm_head);
+  return f;
+}
+
+// Median over `reps` passes of each part's seconds and of the whole pass.
+nlohmann::json time_floor(const Floor& f, ThreadPool& pool, int reps) {
+  int64_t rows = 0, cols = 0;
+  for (const auto& [part, m] : f.mats) rows = std::max(rows, m.rows), cols = std::max(cols, m.cols);
+  std::vector<float> x(static_cast<size_t>(cols), 0.01f), y(static_cast<size_t>(rows));
+  std::vector<std::string> parts;
+  for (const auto& [part, m] : f.mats)
+    if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
+  std::vector<std::vector<double>> by_part(parts.size());
+  std::vector<double> totals;
+  for (int r = 0; r < reps; ++r) {
+    std::vector<double> sec(parts.size(), 0.0);
+    for (const auto& [part, m] : f.mats) {
+      const auto t0 = Clock::now();
+      matmul(m, x.data(), 1, y.data(), pool);
+      sec[size_t(std::find(parts.begin(), parts.end(), part) - parts.begin())] += since(t0);
+    }
+    double total = 0;
+    for (size_t i = 0; i < parts.size(); ++i) by_part[i].push_back(sec[i]), total += sec[i];
+    totals.push_back(total);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  nlohmann::json j;
+  j["matmuls"] = f.mats.size();
+  j["ms"] = median(totals) * 1e3;
+  for (size_t i = 0; i < parts.size(); ++i) j["parts_ms"][parts[i]] = median(by_part[i]) * 1e3;
+  return j;
 }
 
 // Passes requests through, counting per step the distinct experts each MoE
@@ -266,6 +330,7 @@ std::vector<int> parse_list(const std::string& s) {
 
 int run(int argc, char** argv) {
   std::string model_dir, json_path, batches_arg = "1,4,16,64";
+  bool floor = false;
   int threads = 0, prefill_seqs = 4, prefill_len = 128, context = 32, steps = 16, reps = 3;
   Limits lim;
   for (int i = 1; i < argc; ++i) {
@@ -285,11 +350,13 @@ int run(int argc, char** argv) {
     else if (a == "--bandwidth") lim.gbps = std::stod(next());
     else if (a == "--peak") lim.gflops = std::stod(next());
     else if (a == "--json") json_path = next();
+    else if (a == "--floor") floor = true;
     else {
       std::fprintf(stderr, "usage: bench_model --model DIR [--threads N] [--prefill-seqs S] [--prefill-len P]\n"
                            "  [--context C] [--batches 1,4,16,64] [--steps N] [--reps R] [--bandwidth GBPS]\n"
-                           "  [--peak GFLOPS] [--json FILE]\n");
-      return 2;
+                           "  [--peak GFLOPS] [--floor] [--json FILE]\n"
+                           "--floor: also time each matrix of a batch-1 step alone (the kernels' floor)\n");
+      return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
   if (model_dir.empty()) {
@@ -304,13 +371,24 @@ int run(int argc, char** argv) {
   const std::vector<int> batches = parse_list(batches_arg);
   const int64_t V = cfg.vocab_size;
 
+  // The pool's round trip (wake the workers, wait for them) with no work: a
+  // batch-1 decode step of a DeepSeek-V3-shaped model makes ~10 per layer.
+  double dispatch_us = 0;
+  {
+    const auto t0 = Clock::now();
+    const int calls = 2000;
+    for (int i = 0; i < calls; ++i) pool.parallel_for(pool.size(), 1, [](int64_t, int64_t) {});
+    dispatch_us = since(t0) / calls * 1e6;
+  }
   nlohmann::json out;
   out["model"] = model_dir;
   out["threads"] = pool.size();
+  out["dispatch_us"] = dispatch_us;
   out["fixed_weight_bytes"] = bench.costs().fixed_bytes + bench.costs().head_bytes;
-  std::printf("model %s, %d thread(s); fixed weights %.1f MB/step + %.2f MB per routed expert\n", model_dir.c_str(),
-              pool.size(), double(bench.costs().fixed_bytes + bench.costs().head_bytes) / 1e6,
-              double(bench.costs().expert_bytes.back()) / 1e6);
+  std::printf("model %s, %d thread(s); fixed weights %.1f MB/step + %.2f MB per routed expert; "
+              "empty pool dispatch %.1f us\n", model_dir.c_str(), pool.size(),
+              double(bench.costs().fixed_bytes + bench.costs().head_bytes) / 1e6,
+              double(bench.costs().expert_bytes.back()) / 1e6, dispatch_us);
   // experts / head: share of the step in routed experts / lm_head; busy: CPU time / (wall x threads).
   std::printf("%-14s %9s %9s %9s %6s %9s %6s %8s %7s %7s\n", "step", "tokens/s", "MB/step", "GB/s", "of BW", "GFLOP/s",
               "of pk", "experts", "head", "busy");
@@ -371,6 +449,17 @@ int run(int argc, char** argv) {
     j["context"] = context;
     out["decode"].push_back(j);
     print_row("decode b=" + std::to_string(B), j);
+  }
+  if (floor) {
+    const nlohmann::json j = time_floor(b1_floor_matrices(cfg, *store), pool, std::max(3, reps));
+    out["b1_floor"] = j;
+    std::printf("batch-1 kernel floor: %zu matmuls at n=1, %.1f ms:", size_t(j["matmuls"]), j["ms"].get<double>());
+    for (const auto& [part, ms] : j["parts_ms"].items()) std::printf(" %s %.1f", part.c_str(), ms.get<double>());
+    std::printf("\n");
+    for (const auto& d : out["decode"])
+      if (d["batch"] == 1)
+        std::printf("decode b=1 step %.1f ms = %.2f x the floor\n", d["step_ms_median"].get<double>(),
+                    d["step_ms_median"].get<double>() / j["ms"].get<double>());
   }
   if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
   return 0;

@@ -35,6 +35,8 @@ ap.add_argument("--formats", default="fp8,int4,int8")
 ap.add_argument("--batches", default="1,4,16,64")
 ap.add_argument("--quick", action="store_true", help="fewer steps, shorter prompts (about a third of the time)")
 ap.add_argument("--skip-kernels", action="store_true")
+ap.add_argument("--bandwidth", type=float, help="use this read GB/s as the limit instead of the measured one")
+ap.add_argument("--peak", type=float, help="use this FMA GFLOP/s as the limit instead of the measured one")
 ap.add_argument("--json", default=None, help="write every figure here")
 args = ap.parse_args()
 
@@ -87,15 +89,19 @@ result = {"threads": args.threads, "quick": args.quick}
 
 # ---- limits
 lim = json.loads(sh([os.path.join(bench_dir, "bench_memory"), "--json", "--mib", 512 if args.quick else 1024]).stdout)
-bw, peak = lim["read_gbps_all"], lim["fma_gflops_all"]
-result["limits"] = lim
+bw, peak = args.bandwidth or lim["read_gbps_all"], args.peak or lim["fma_gflops_all"]
+result["limits"] = dict(lim, used_gbps=bw, used_gflops=peak)
 print(f"machine limits ({lim['threads']} threads): read {bw:.1f} GB/s ({lim['read_gbps_1']:.1f} on 1 thread), "
-      f"FMA peak {peak:.0f} GFLOP/s ({lim['fma_gflops_1']:.0f} on 1 thread)\n", flush=True)
+      f"FMA peak {lim['fma_gflops_all']:.0f} GFLOP/s ({lim['fma_gflops_1']:.0f} on 1 thread)", flush=True)
+if args.bandwidth or args.peak:
+    print(f"fractions below use {bw:.1f} GB/s and {peak:.0f} GFLOP/s (given)")
+print(flush=True)
 
 # ---- kernels: bench_matmul's text table (its columns are "n=K GB/s|Gw/s|GFLOP/s"),
 # parsed by header so new columns or formats do not break this.
 if not args.skip_kernels:
-    dims = ["2048", "2048"] if args.quick else ["4096", "4096"]
+    # Larger than the last-level cache in every format (32 MiB here), so n=1 streams from memory.
+    dims = ["8192", "8192"]
     text = sh([os.path.join(bench_dir, "bench_matmul"), *dims, args.threads]).stdout
     lines = text.splitlines()
     header = next(i for i, l in enumerate(lines) if l.startswith("format"))
@@ -139,7 +145,7 @@ for fmt in args.formats.split(","):
         continue
     with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
         sh([os.path.join(bench_dir, "bench_model"), "--model", model, "--threads", args.threads, "--batches",
-            args.batches, "--bandwidth", bw, "--peak", peak, "--json", tmp.name, *model_args])
+            args.batches, "--bandwidth", bw, "--peak", peak, "--json", tmp.name, "--floor", *model_args])
         m = json.load(open(tmp.name))
     runs = [("prefill %dx%d" % (m["prefill"]["sequences"], m["prefill"]["prompt_len"]), m["prefill"])]
     runs += [(f"decode b={d['batch']}", d) for d in m["decode"]]
@@ -147,7 +153,14 @@ for fmt in args.formats.split(","):
         print(f"{fmt:7} {name:12} {r['tokens_per_s']:9.1f} {r['weight_bytes_per_step'] / 1e6:8.0f} "
               f"{r['weight_gbps']:6.1f} {pct(r.get('bandwidth_fraction')):>6} {r['gflops']:8.1f} "
               f"{pct(r.get('peak_fraction')):>6}", flush=True)
+    print(f"        pool dispatch {m['dispatch_us']:.1f} us; experts/head/busy per step: " + ", ".join(
+        f"{n.split()[1] if n.startswith('decode') else 'prefill'} {r['expert_share']:.0%}/{r['head_share']:.0%}/"
+        f"{r['cpu_busy']:.0%}" for n, r in runs))
     dec = {d["batch"]: d for d in m["decode"]}
+    if "b1_floor" in m and 1 in dec:  # the same matrices timed alone: what the model adds to its kernels
+        f = m["b1_floor"]
+        print(f"        batch-1 step {dec[1]['step_ms_median']:.1f} ms = {dec[1]['step_ms_median'] / f['ms']:.2f} x its "
+              f"kernels alone ({f['ms']:.1f} ms: " + ", ".join(f"{k} {v:.1f}" for k, v in f["parts_ms"].items()) + ")")
     checks = {"prefill_peak_fraction": m["prefill"].get("peak_fraction")}
     if 1 in dec:
         checks["b1_bandwidth_fraction"] = dec[1].get("bandwidth_fraction")
