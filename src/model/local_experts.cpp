@@ -1,6 +1,7 @@
 #include "model/local_experts.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 
 #include "common/error.hpp"
@@ -66,10 +67,27 @@ void LocalExperts::run(const ExpertRequest& req) {
       mlp_forward(w, xs.data(), m, ys.data(), pool_);
     for (int64_t a = 0; a < m; ++a) std::copy_n(&ys[size_t(a * d)], d, req.out + order[g.begin + size_t(a)] * d);
   };
-  if (int64_t(groups.size()) >= pool_.size()) {  // enough experts to give each thread its own
-    pool_.parallel_for(int64_t(groups.size()), 1, [&](int64_t g0, int64_t g1) {
+  const int threads = pool_.size();
+  if (int64_t(groups.size()) >= threads) {  // enough experts to give each thread its own
+    // Balanced by cost, not count (an expert streams its weights once, then
+    // works per token: ~ 1 + m in one-token matvec units): largest first, each
+    // to the least loaded thread. Which thread runs an expert never changes its bits.
+    std::vector<size_t> by_cost(groups.size());
+    std::iota(by_cost.begin(), by_cost.end(), size_t(0));
+    std::stable_sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) {
+      return groups[a].end - groups[a].begin > groups[b].end - groups[b].begin;
+    });
+    std::vector<std::vector<size_t>> plan(static_cast<size_t>(threads));
+    std::vector<size_t> load(static_cast<size_t>(threads), 0);
+    for (size_t g : by_cost) {
+      const size_t p = size_t(std::min_element(load.begin(), load.end()) - load.begin());
+      plan[p].push_back(g);
+      load[p] += 1 + (groups[g].end - groups[g].begin);
+    }
+    pool_.parallel_for(threads, 1, [&](int64_t p0, int64_t p1) {
       std::vector<float> xs, ys;
-      for (int64_t g = g0; g < g1; ++g) run_group(groups[size_t(g)], xs, ys, true);
+      for (int64_t p = p0; p < p1; ++p)
+        for (size_t g : plan[size_t(p)]) run_group(groups[g], xs, ys, true);
     });
   } else {
     std::vector<float> xs, ys;

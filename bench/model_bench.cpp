@@ -1,0 +1,498 @@
+// bench_model: end-to-end throughput of one converted model on this rank —
+// prefill tokens/s and decode tokens/s at several batch sizes — with the
+// weight bytes each step touches counted exactly, so each figure comes with
+// its fraction of the machine's limits (bench_memory):
+//   weights streamed / step time / read bandwidth (decode: memory bound),
+//   FLOP performed / step time / FMA peak (prefill: compute bound).
+// A step touches every dense, attention, shared-expert, router and lm_head
+// matrix once, and each routed expert chosen by at least one of its tokens
+// once (seen through a counting ExpertBackend). FLOP = 2 x multiply-adds
+// actually performed, attention over the cache included.
+//   bench_model --model DIR [--threads 2] [--prefill-seqs 4 --prefill-len 128]
+//               [--context 32] [--batches 1,4,16,64] [--steps 16] [--reps 3]
+//               [--bandwidth GBPS] [--peak GFLOPS] [--floor] [--json FILE]
+// --floor also times every matrix of a batch-1 step alone (one pool matmul
+// each), interleaved with the batch-1 steps: the step's time over that sum is
+// what the model adds to (or saves on) its kernels.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <sys/resource.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/thread_pool.hpp"
+#include "kernels/matmul.hpp"
+#include "model/local_experts.hpp"
+#include "model/transformer.hpp"
+#include "model/weights.hpp"
+#include "store/model_store.hpp"
+
+using namespace trillion;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// CPU seconds of the whole process (every thread): with wall time, how busy
+// the pool's threads were (waits on dispatch, serial sections, imbalance).
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+LayerRange whole_model(const ModelConfig& cfg) { return LayerRange{0, cfg.num_hidden_layers, true, true}; }
+
+int64_t vec_bytes(const VecView& v) { return v.size * (v.dtype == DType::BF16 ? 2 : 4); }
+int64_t mlp_bytes(const MlpWeights& m) { return qmatrix_bytes(m.gate) + qmatrix_bytes(m.up) + qmatrix_bytes(m.down); }
+int64_t mlp_macs(const MlpWeights& m) { return 3 * m.gate.rows * m.gate.cols; }
+
+// What one step costs, apart from the routed experts and the attention over
+// the cache (which depend on the step's tokens).
+struct Costs {
+  int64_t fixed_bytes = 0;  // every non-routed matrix and norm, once per step (no lm_head)
+  int64_t fixed_macs = 0;   // their multiply-adds per token
+  int64_t head_bytes = 0;   // final norm + lm_head, per step that asks for logits
+  int64_t head_macs = 0;    // per logits row
+  int64_t embed_row_bytes = 0;
+  std::vector<int64_t> expert_bytes;  // [layer] one routed expert's bytes (0: dense layer)
+  int64_t expert_macs = 0;            // one routed expert's multiply-adds per token
+};
+
+Costs measure_costs(const ModelConfig& cfg, TensorSource& src) {
+  const ModelWeights w = ModelWeights::load(cfg, whole_model(cfg), src);
+  Costs c;
+  auto linear = [&](const QMatrix& m) {
+    c.fixed_bytes += qmatrix_bytes(m);
+    c.fixed_macs += m.rows * m.cols;
+  };
+  for (const LayerWeights& L : w.layers) {
+    c.fixed_bytes += vec_bytes(L.input_norm) + vec_bytes(L.post_attn_norm);
+    const AttentionWeights& a = L.attn;
+    if (a.has_q_lora) {
+      linear(a.q_a);
+      linear(a.q_b);
+      c.fixed_bytes += vec_bytes(a.q_a_norm);
+    } else {
+      linear(a.q);
+    }
+    linear(a.kv_a);
+    linear(a.o);
+    c.fixed_bytes += qmatrix_bytes(a.kv_b) + vec_bytes(a.kv_a_norm);
+    // kv_b per head: W_UK^T q_nope (nope x r) and W_UV ctx (v x r); counted with attention.
+    if (L.is_moe) {
+      linear(L.moe.gate);
+      c.fixed_bytes += vec_bytes(L.moe.bias);
+      if (L.moe.has_shared) {
+        c.fixed_bytes += mlp_bytes(L.moe.shared);
+        c.fixed_macs += mlp_macs(L.moe.shared);
+      }
+      const MlpWeights e = load_expert(cfg, src, L.layer, 0);  // every expert of a layer has one format
+      c.expert_bytes.push_back(mlp_bytes(e));
+      c.expert_macs = mlp_macs(e);
+    } else {
+      c.fixed_bytes += mlp_bytes(L.mlp);
+      c.fixed_macs += mlp_macs(L.mlp);
+      c.expert_bytes.push_back(0);
+    }
+  }
+  c.head_bytes = qmatrix_bytes(w.lm_head) + vec_bytes(w.final_norm);
+  c.head_macs = w.lm_head.rows * w.lm_head.cols;
+  c.embed_row_bytes = qmatrix_bytes(w.embed) / std::max<int64_t>(1, w.embed.rows);
+  return c;
+}
+
+// The batch-1 kernel floor: every matrix a one-token step streams (experts
+// 0..top_k-1 standing in for the chosen ones), each as one pool matmul at
+// n=1 in model order (so nothing stays cached), timed by part. The decode
+// step's time over this sum is what the model adds to its kernels.
+struct Floor {
+  std::vector<std::pair<std::string, QMatrix>> mats;  // (part, matrix) in model order
+};
+
+Floor b1_floor_matrices(const ModelConfig& cfg, TensorSource& src) {
+  const ModelWeights w = ModelWeights::load(cfg, whole_model(cfg), src);
+  Floor f;
+  auto mlp = [&](const char* part, const MlpWeights& m) {
+    for (const QMatrix* q : {&m.gate, &m.up, &m.down}) f.mats.emplace_back(part, *q);
+  };
+  for (const LayerWeights& L : w.layers) {
+    const AttentionWeights& a = L.attn;
+    for (const QMatrix* q : a.has_q_lora ? std::vector<const QMatrix*>{&a.q_a, &a.q_b} : std::vector<const QMatrix*>{&a.q})
+      f.mats.emplace_back("attention", *q);
+    for (const QMatrix* q : {&a.kv_a, &a.kv_b, &a.o}) f.mats.emplace_back("attention", *q);
+    if (!L.is_moe) {
+      mlp("dense mlp", L.mlp);
+      continue;
+    }
+    f.mats.emplace_back("router", L.moe.gate);
+    if (L.moe.has_shared) mlp("shared expert", L.moe.shared);
+    for (int64_t e = 0; e < cfg.num_experts_per_tok; ++e) mlp("routed experts", load_expert(cfg, src, L.layer, e));
+  }
+  f.mats.emplace_back("lm_head", w.lm_head);
+  return f;
+}
+
+// Times passes over a Floor, one at a time, so they can interleave with the
+// decode steps they are compared with (same machine load for both).
+class FloorTimer {
+ public:
+  FloorTimer(Floor f, ThreadPool& pool) : f_(std::move(f)), pool_(pool) {
+    int64_t rows = 0, cols = 0;
+    for (const auto& [part, m] : f_.mats) {
+      rows = std::max(rows, m.rows), cols = std::max(cols, m.cols);
+      if (std::find(parts_.begin(), parts_.end(), part) == parts_.end()) parts_.push_back(part);
+    }
+    x_.assign(size_t(cols), 0.01f);
+    y_.resize(size_t(rows));
+    by_part_.resize(parts_.size());
+  }
+  void pass() {
+    std::vector<double> sec(parts_.size(), 0.0);
+    for (const auto& [part, m] : f_.mats) {
+      const auto t0 = Clock::now();
+      matmul(m, x_.data(), 1, y_.data(), pool_);
+      sec[size_t(std::find(parts_.begin(), parts_.end(), part) - parts_.begin())] += since(t0);
+    }
+    double total = 0;
+    for (size_t i = 0; i < parts_.size(); ++i) by_part_[i].push_back(sec[i]), total += sec[i];
+    totals_.push_back(total);
+  }
+  nlohmann::json json() const {  // medians over the passes
+    nlohmann::json j;
+    j["matmuls"] = f_.mats.size();
+    j["passes"] = totals_.size();
+    j["ms"] = median(totals_) * 1e3;
+    for (size_t i = 0; i < parts_.size(); ++i) j["parts_ms"][parts_[i]] = median(by_part_[i]) * 1e3;
+    return j;
+  }
+
+ private:
+  static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  }
+  Floor f_;
+  ThreadPool& pool_;
+  std::vector<std::string> parts_;
+  std::vector<float> x_, y_;
+  std::vector<std::vector<double>> by_part_;
+  std::vector<double> totals_;
+};
+
+// Passes requests through, counting per step the distinct experts each MoE
+// layer runs (their weights stream once per step), the (token, expert) pairs
+// (their FLOP) and the time spent inside the backend.
+class CountingExperts : public ExpertBackend {
+ public:
+  CountingExperts(ExpertBackend& inner, const Costs& costs) : inner_(inner), costs_(costs) {}
+  void run(const ExpertRequest& req) override {
+    const auto t0 = Clock::now();
+    inner_.run(req);
+    seconds += since(t0);
+    std::vector<int32_t> ids(req.ids, req.ids + req.n * req.top_k);
+    std::sort(ids.begin(), ids.end());
+    const int64_t distinct = std::unique(ids.begin(), ids.end()) - ids.begin();
+    bytes += distinct * costs_.expert_bytes[size_t(req.layer)];
+    macs += req.n * req.top_k * costs_.expert_macs;
+    experts += distinct;
+  }
+  void reset() { bytes = macs = experts = 0, seconds = 0; }
+  int64_t bytes = 0, macs = 0, experts = 0;
+  double seconds = 0;
+
+ private:
+  ExpertBackend& inner_;
+  const Costs& costs_;
+};
+
+// One timed step's figures.
+struct StepStats {
+  double seconds = 0, expert_seconds = 0, head_seconds = 0, cpu_seconds = 0;
+  int64_t tokens = 0, weight_bytes = 0, macs = 0, distinct_experts = 0;
+};
+
+class Bench {
+ public:
+  Bench(const ModelConfig& cfg, TensorSource& src, ThreadPool& pool)
+      : cfg_(cfg), costs_(measure_costs(cfg, src)),
+        local_(cfg, whole_model(cfg), src, pool), counting_(local_, costs_),
+        model_(cfg, whole_model(cfg), src, pool, &counting_) {}
+
+  const Costs& costs() const { return costs_; }
+
+  // Runs `batch` with tokens[n]; logits (and the greedy next token, written to
+  // next[i]) for the rows listed in `head_rows`.
+  StepStats step(const Batch& batch, const std::vector<int32_t>& tokens, KvCache& cache,
+                 const std::vector<int64_t>& head_rows, std::vector<int32_t>* next) {
+    const int64_t n = batch.size(), d = cfg_.hidden_size, V = cfg_.vocab_size, m = int64_t(head_rows.size());
+    x_.resize(size_t(n * d));
+    counting_.reset();
+    const double cpu0 = cpu_seconds();
+    const auto t0 = Clock::now();
+    model_.embed(tokens.data(), n, x_.data());
+    model_.forward(batch, x_.data(), cache);
+    const auto th = Clock::now();
+    rows_.resize(size_t(m * d));
+    for (int64_t i = 0; i < m; ++i) std::copy_n(&x_[size_t(head_rows[size_t(i)] * d)], d, &rows_[size_t(i * d)]);
+    logits_.resize(size_t(m * V));
+    if (m) model_.logits(rows_.data(), m, logits_.data());
+    StepStats s;
+    s.seconds = since(t0);
+    s.head_seconds = since(th);
+    s.cpu_seconds = cpu_seconds() - cpu0;
+    if (next) {
+      next->resize(size_t(m));
+      for (int64_t i = 0; i < m; ++i) {
+        const float* l = &logits_[size_t(i * V)];
+        (*next)[size_t(i)] = int32_t(std::max_element(l, l + V) - l);
+      }
+    }
+    s.expert_seconds = counting_.seconds;
+    s.tokens = n;
+    s.distinct_experts = counting_.experts;
+    s.weight_bytes = costs_.fixed_bytes + counting_.bytes + (m ? costs_.head_bytes : 0) + n * costs_.embed_row_bytes;
+    // Attention over the cache, per row, head and cached position: q_lat . c_kv
+    // (r) + q_pe . k_pe (rope) + p c_kv (r); per row and head W_UK^T and W_UV.
+    const int64_t H = cfg_.num_attention_heads, r = cfg_.kv_lora_rank, rope = cfg_.qk_rope_head_dim;
+    int64_t attn = 0;
+    for (const TokenRow& row : batch.rows)
+      attn += H * ((int64_t(row.pos) + 1) * (2 * r + rope) + (cfg_.qk_nope_head_dim + cfg_.v_head_dim) * r);
+    s.macs = n * costs_.fixed_macs + counting_.macs + m * costs_.head_macs + cfg_.num_hidden_layers * attn;
+    return s;
+  }
+
+ private:
+  const ModelConfig& cfg_;
+  Costs costs_;
+  LocalExperts local_;
+  CountingExperts counting_;
+  Transformer model_;
+  std::vector<float> x_, rows_, logits_;
+};
+
+// Deterministic prompt tokens (any ids work on random weights).
+int32_t token_of(int64_t seq, int64_t pos, int64_t vocab) { return int32_t((seq * 7919 + pos * 104729 + 1) % vocab); }
+
+struct Limits {
+  double gbps = 0, gflops = 0;  // 0: unknown, fractions left out
+};
+
+nlohmann::json summarize(const std::vector<StepStats>& steps, const Limits& lim, int threads) {
+  // Median step by time: robust to the odd step slowed by other jobs on the machine.
+  std::vector<StepStats> s = steps;
+  std::sort(s.begin(), s.end(), [](const StepStats& a, const StepStats& b) { return a.seconds < b.seconds; });
+  const StepStats& med = s[s.size() / 2];
+  double total_s = 0, total_bytes = 0;
+  int64_t total_tokens = 0;
+  for (const StepStats& x : steps) total_s += x.seconds, total_bytes += double(x.weight_bytes), total_tokens += x.tokens;
+  nlohmann::json j;
+  j["steps"] = steps.size();
+  j["tokens_per_step"] = med.tokens;
+  j["step_ms_median"] = med.seconds * 1e3;
+  j["step_ms_best"] = s.front().seconds * 1e3;
+  j["tokens_per_s"] = double(med.tokens) / med.seconds;
+  j["tokens_per_s_mean"] = double(total_tokens) / total_s;
+  j["weight_bytes_per_step"] = total_bytes / double(steps.size());
+  j["distinct_experts_per_step"] = med.distinct_experts;
+  const double gbps = double(med.weight_bytes) / med.seconds / 1e9, gflops = 2.0 * double(med.macs) / med.seconds / 1e9;
+  j["weight_gbps"] = gbps;
+  j["gflops"] = gflops;
+  j["expert_share"] = med.expert_seconds / med.seconds;  // routed experts' part of the step time
+  j["head_share"] = med.head_seconds / med.seconds;      // final norm + lm_head + argmax
+  j["cpu_busy"] = med.cpu_seconds / (med.seconds * threads);  // 1: every thread busy the whole step
+  if (lim.gbps > 0) j["bandwidth_fraction"] = gbps / lim.gbps;
+  if (lim.gflops > 0) j["peak_fraction"] = gflops / lim.gflops;
+  return j;
+}
+
+std::string frac(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key)) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f%%", 100.0 * j[key].get<double>());
+  return b;
+}
+
+void print_row(const std::string& what, const nlohmann::json& j) {
+  std::printf("%-14s %9.1f %9.2f %9.1f %6s %9.1f %6s %7.0f%% %6.0f%% %6.0f%%\n", what.c_str(),
+              j["tokens_per_s"].get<double>(),
+              j["weight_bytes_per_step"].get<double>() / 1e6, j["weight_gbps"].get<double>(),
+              frac(j, "bandwidth_fraction").c_str(), j["gflops"].get<double>(), frac(j, "peak_fraction").c_str(),
+              100 * j["expert_share"].get<double>(), 100 * j["head_share"].get<double>(),
+              100 * j["cpu_busy"].get<double>());
+  std::fflush(stdout);
+}
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> v;
+  for (size_t i = 0; i < s.size();) {
+    size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    v.push_back(std::stoi(s.substr(i, j - i)));
+    i = j + 1;
+  }
+  return v;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  std::string model_dir, json_path, batches_arg = "1,4,16,64";
+  bool with_floor = false;
+  int threads = 0, prefill_seqs = 4, prefill_len = 128, context = 32, steps = 16, reps = 3;
+  Limits lim;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--model") model_dir = next();
+    else if (a == "--threads") threads = std::stoi(next());
+    else if (a == "--prefill-seqs") prefill_seqs = std::stoi(next());
+    else if (a == "--prefill-len") prefill_len = std::stoi(next());
+    else if (a == "--context") context = std::stoi(next());
+    else if (a == "--batches") batches_arg = next();
+    else if (a == "--steps") steps = std::stoi(next());
+    else if (a == "--reps") reps = std::stoi(next());
+    else if (a == "--bandwidth") lim.gbps = std::stod(next());
+    else if (a == "--peak") lim.gflops = std::stod(next());
+    else if (a == "--json") json_path = next();
+    else if (a == "--floor") with_floor = true;
+    else {
+      std::fprintf(stderr, "usage: bench_model --model DIR [--threads N] [--prefill-seqs S] [--prefill-len P]\n"
+                           "  [--context C] [--batches 1,4,16,64] [--steps N] [--reps R] [--bandwidth GBPS]\n"
+                           "  [--peak GFLOPS] [--floor] [--json FILE]\n"
+                           "--floor: also time each matrix of a batch-1 step alone (the kernels' floor)\n");
+      return a == "--help" || a == "-h" ? 0 : 2;
+    }
+  }
+  if (model_dir.empty()) {
+    std::fprintf(stderr, "bench_model: --model DIR is required\n");
+    return 2;
+  }
+  // Checksums off: hashing would stream every tensor once more at first use.
+  auto store = ModelStore::open(model_dir, StoreOptions{false});
+  const ModelConfig& cfg = store->config();
+  ThreadPool pool(threads);
+  Bench bench(cfg, *store, pool);
+  const std::vector<int> batches = parse_list(batches_arg);
+  std::unique_ptr<FloorTimer> floor_timer;
+  if (with_floor) floor_timer = std::make_unique<FloorTimer>(b1_floor_matrices(cfg, *store), pool);
+  const int64_t V = cfg.vocab_size;
+
+  // The pool's round trip (wake the workers, wait for them) with no work: a
+  // batch-1 decode step of a DeepSeek-V3-shaped model makes ~10 per layer.
+  double dispatch_us = 0;
+  {
+    const auto t0 = Clock::now();
+    const int calls = 2000;
+    for (int i = 0; i < calls; ++i) pool.parallel_for(pool.size(), 1, [](int64_t, int64_t) {});
+    dispatch_us = since(t0) / calls * 1e6;
+  }
+  nlohmann::json out;
+  out["model"] = model_dir;
+  out["threads"] = pool.size();
+  out["dispatch_us"] = dispatch_us;
+  out["fixed_weight_bytes"] = bench.costs().fixed_bytes + bench.costs().head_bytes;
+  std::printf("model %s, %d thread(s); fixed weights %.1f MB/step + %.2f MB per routed expert; "
+              "empty pool dispatch %.1f us\n", model_dir.c_str(), pool.size(),
+              double(bench.costs().fixed_bytes + bench.costs().head_bytes) / 1e6,
+              double(bench.costs().expert_bytes.back()) / 1e6, dispatch_us);
+  // experts / head: share of the step in routed experts / lm_head; busy: CPU time / (wall x threads).
+  std::printf("%-14s %9s %9s %9s %6s %9s %6s %8s %7s %7s\n", "step", "tokens/s", "MB/step", "GB/s", "of BW", "GFLOP/s",
+              "of pk", "experts", "head", "busy");
+
+  // Prefill: prefill_seqs sequences of prefill_len tokens in one step, logits
+  // of each sequence's last row (as the engine does). The first run also
+  // pages in the mmap'd weights, so it is not timed. --prefill-seqs 0 skips it.
+  if (prefill_seqs > 0) {
+    KvCache cache(cfg, whole_model(cfg), prefill_seqs, prefill_len);
+    Batch batch;
+    std::vector<int32_t> tokens;
+    std::vector<int64_t> heads;
+    for (int s = 0; s < prefill_seqs; ++s) {
+      for (int p = 0; p < prefill_len; ++p) {
+        batch.rows.push_back({s, p});
+        tokens.push_back(token_of(s, p, V));
+      }
+      heads.push_back(int64_t(batch.rows.size()) - 1);
+    }
+    bench.step(batch, tokens, cache, heads, nullptr);
+    std::vector<StepStats> runs;
+    for (int r = 0; r < reps; ++r) runs.push_back(bench.step(batch, tokens, cache, heads, nullptr));
+    nlohmann::json j = summarize(runs, lim, pool.size());
+    j["sequences"] = prefill_seqs;
+    j["prompt_len"] = prefill_len;
+    out["prefill"] = j;
+    print_row("prefill " + std::to_string(prefill_seqs) + "x" + std::to_string(prefill_len), j);
+  }
+
+  // Decode at each batch: prefill `context` tokens of every sequence (not
+  // timed), then `steps` greedy decode steps of one token per sequence.
+  out["decode"] = nlohmann::json::array();
+  for (int B : batches) {
+    KvCache cache(cfg, whole_model(cfg), B, context + steps + 1);
+    Batch pre;
+    std::vector<int32_t> tokens;
+    std::vector<int64_t> heads;
+    for (int s = 0; s < B; ++s) {
+      for (int p = 0; p < context; ++p) {
+        pre.rows.push_back({s, p});
+        tokens.push_back(token_of(s, p, V));
+      }
+      heads.push_back(int64_t(pre.rows.size()) - 1);
+    }
+    std::vector<int32_t> next;
+    bench.step(pre, tokens, cache, heads, &next);
+    std::vector<int64_t> all(static_cast<size_t>(B));
+    for (int s = 0; s < B; ++s) all[size_t(s)] = s;
+    std::vector<StepStats> runs;
+    for (int t = 0; t < steps; ++t) {
+      Batch b;
+      for (int s = 0; s < B; ++s) b.rows.push_back({s, context + t});
+      const std::vector<int32_t> in = next;
+      runs.push_back(bench.step(b, in, cache, all, &next));
+      if (floor_timer && B == 1) floor_timer->pass();  // right after the step it is compared with
+    }
+    nlohmann::json j = summarize(runs, lim, pool.size());
+    j["batch"] = B;
+    j["context"] = context;
+    out["decode"].push_back(j);
+    print_row("decode b=" + std::to_string(B), j);
+  }
+  if (floor_timer) {
+    if (std::find(batches.begin(), batches.end(), 1) == batches.end())  // no steps to interleave with
+      for (int r = 0; r < std::max(3, reps); ++r) floor_timer->pass();
+    const nlohmann::json j = floor_timer->json();
+    out["b1_floor"] = j;
+    std::printf("batch-1 kernel floor: %zu matmuls at n=1, %.1f ms:", size_t(j["matmuls"]), j["ms"].get<double>());
+    for (const auto& [part, ms] : j["parts_ms"].items()) std::printf(" %s %.1f", part.c_str(), ms.get<double>());
+    std::printf("\n");
+    for (const auto& d : out["decode"])
+      if (d["batch"] == 1)
+        std::printf("decode b=1 step %.1f ms = %.2f x the floor (passes interleaved with the steps)\n",
+                    d["step_ms_median"].get<double>(), d["step_ms_median"].get<double>() / j["ms"].get<double>());
+  }
+  if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_model: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""One benchmark command: this machine's limits, each kernel format, and the
+bench-sized model end to end, as one table (and JSON).
+
+  limits   bench_memory: read bandwidth (STREAM-like) and FP32 FMA peak
+  kernels  bench_matmul: per format, weight GB/s at n=1 (fraction of the
+           bandwidth) and GFLOP/s at n=32 (fraction of the peak)
+  model    bench_model on the bench preset (hidden 2048, 6 layers, 64 experts,
+           1.26 B parameters) in FP8, INT4 and INT8 (`convert --quantize int8`
+           from the bf16 checkpoint; "unavailable" when this build's convert
+           lacks the flag): prefill and decode tokens/s at each batch, with
+           weight bytes touched per step / step time / bandwidth, and FLOP/s /
+           peak.
+Targets (issue 5) are printed as ratios next to their goal, never asserted.
+Everything runs on one machine in one go: compare ratios, not absolute
+figures, when other jobs share the cores.
+
+    /usr/bin/python3 bench/run_all.py [--quick] [--json out.json] [--threads 2]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+ap.add_argument("--work", default=None, help="model cache (default BUILD/bench-work)")
+ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+ap.add_argument("--formats", default="fp8,int4,int8")
+ap.add_argument("--batches", default="1,4,16,64")
+ap.add_argument("--quick", action="store_true", help="fewer steps, shorter prompts (about a third of the time)")
+ap.add_argument("--skip-kernels", action="store_true")
+ap.add_argument("--bandwidth", type=float, help="use this read GB/s as the limit instead of the measured one")
+ap.add_argument("--peak", type=float, help="use this FMA GFLOP/s as the limit instead of the measured one")
+ap.add_argument("--json", default=None, help="write every figure here")
+args = ap.parse_args()
+
+bench_dir = os.path.join(args.build, "bench")
+trillion = os.path.join(args.build, "trillion")
+work = args.work or os.path.join(args.build, "bench-work")
+os.makedirs(work, exist_ok=True)
+
+
+def sh(cmd, check=True):
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    if check and p.returncode:
+        sys.exit(f"failed: {' '.join(map(str, cmd))}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def hf_checkpoint(fmt):
+    """The bench preset's HF checkpoint in `fmt`, generated once (deterministic bytes)."""
+    hf = os.path.join(work, f"hf-bench-{fmt}")
+    if not os.path.exists(os.path.join(hf, "config.json")):
+        print(f"  making the bench checkpoint ({fmt}) ...", flush=True)
+        shutil.rmtree(hf, ignore_errors=True)
+        sh(["/usr/bin/python3", os.path.join(ROOT, "tools/synth/make_checkpoint.py"), "--preset", "bench",
+            "--format", fmt, "--output", hf, "--quiet"])
+    return hf
+
+
+def converted(fmt):
+    """The converted model for `fmt`, or None when this build cannot make it."""
+    model = os.path.join(work, f"model-bench-{fmt}")
+    if os.path.exists(os.path.join(model, "manifest.json")):
+        return model
+    if fmt == "int8":
+        if "--quantize" not in sh([trillion, "convert", "--help"], check=False).stdout:
+            return None
+        src, extra = hf_checkpoint("bf16"), ["--quantize", "int8"]
+    else:
+        src, extra = hf_checkpoint(fmt), []
+    print(f"  converting {fmt} ...", flush=True)
+    shutil.rmtree(model, ignore_errors=True)
+    sh([trillion, "convert", "--input", src, "--output", model, "--quiet", *extra])
+    return model
+
+
+def pct(x):
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+result = {"threads": args.threads, "quick": args.quick}
+
+# ---- limits
+lim = json.loads(sh([os.path.join(bench_dir, "bench_memory"), "--json", "--mib", 512 if args.quick else 1024]).stdout)
+bw, peak = args.bandwidth or lim["read_gbps_all"], args.peak or lim["fma_gflops_all"]
+result["limits"] = dict(lim, used_gbps=bw, used_gflops=peak)
+print(f"machine limits ({lim['threads']} threads): read {bw:.1f} GB/s ({lim['read_gbps_1']:.1f} on 1 thread), "
+      f"FMA peak {lim['fma_gflops_all']:.0f} GFLOP/s ({lim['fma_gflops_1']:.0f} on 1 thread)", flush=True)
+if args.bandwidth or args.peak:
+    print(f"fractions below use {bw:.1f} GB/s and {peak:.0f} GFLOP/s (given)")
+print(flush=True)
+
+# ---- kernels: bench_matmul's text table (its columns are "n=K GB/s|Gw/s|GFLOP/s"),
+# parsed by header so new columns or formats do not break this.
+if not args.skip_kernels:
+    # Larger than the last-level cache in every format (32 MiB here), so n=1 streams from memory.
+    dims = ["8192", "8192"]
+    text = sh([os.path.join(bench_dir, "bench_matmul"), *dims, args.threads]).stdout
+    lines = text.splitlines()
+    header = next(i for i, l in enumerate(lines) if l.startswith("format"))
+    cols = re.findall(r"n=(\d+) (GB/s|Gw/s|GFLOP/s)", lines[header])
+    kernels = []
+    for line in lines[header + 1:]:
+        parts = line.split()
+        if len(parts) != len(cols) + 1:
+            continue
+        row = {"format": parts[0]}
+        for (n, unit), v in zip(cols, parts[1:]):
+            row[f"n{n}_{unit.replace('/', 'p').lower()}"] = float(v)
+        gbps = row.get("n1_gbps")
+        big = max((int(n) for n, u in cols if u == "GFLOP/s"), default=None)
+        gflops = row.get(f"n{big}_gflopps") if big else None
+        row["matvec_bandwidth_fraction"] = gbps / bw if gbps else None
+        row["matmul_n"] = big
+        row["matmul_peak_fraction"] = gflops / peak if gflops else None
+        kernels.append(row)
+    result["kernels"] = {"matrix": f"{dims[0]}x{dims[1]}", "rows": kernels}
+    print(f"kernels ({dims[0]}x{dims[1]}, {args.threads} threads): matrix-vector weight GB/s and matrix-matrix GFLOP/s")
+    print(f"{'format':10} {'n=1 GB/s':>9} {'of BW':>6} {'n=%s GFLOP/s' % big:>14} {'of peak':>8}")
+    for r in kernels:
+        g = r.get(f"n{r['matmul_n']}_gflopps")
+        print(f"{r['format']:10} {r.get('n1_gbps', 0):9.1f} {pct(r['matvec_bandwidth_fraction']):>6} "
+              f"{g if g is not None else 0:14.1f} {pct(r['matmul_peak_fraction']):>8}")
+    print(flush=True)
+
+# ---- the bench model end to end
+model_args = (["--prefill-seqs", 2, "--prefill-len", 128, "--context", 16, "--steps", 6, "--reps", 2] if args.quick
+              else ["--prefill-seqs", 4, "--prefill-len", 128, "--context", 32, "--steps", 16, "--reps", 3])
+result["model"] = {}
+print(f"bench model end to end ({args.threads} threads): tokens/s; weights touched per step; "
+      f"their GB/s and fraction of {bw:.1f} GB/s; GFLOP/s and fraction of {peak:.0f}")
+print(f"{'format':7} {'step':12} {'tokens/s':>9} {'MB/step':>8} {'GB/s':>6} {'of BW':>6} {'GFLOP/s':>8} {'of pk':>6}")
+for fmt in args.formats.split(","):
+    model = converted(fmt)
+    if model is None:
+        result["model"][fmt] = "unavailable"
+        print(f"{fmt:7} unavailable (this build's `trillion convert` has no --quantize)", flush=True)
+        continue
+    with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
+        sh([os.path.join(bench_dir, "bench_model"), "--model", model, "--threads", args.threads, "--batches",
+            args.batches, "--bandwidth", bw, "--peak", peak, "--json", tmp.name, "--floor", *model_args])
+        m = json.load(open(tmp.name))
+    runs = [("prefill %dx%d" % (m["prefill"]["sequences"], m["prefill"]["prompt_len"]), m["prefill"])]
+    runs += [(f"decode b={d['batch']}", d) for d in m["decode"]]
+    for name, r in runs:
+        print(f"{fmt:7} {name:12} {r['tokens_per_s']:9.1f} {r['weight_bytes_per_step'] / 1e6:8.0f} "
+              f"{r['weight_gbps']:6.1f} {pct(r.get('bandwidth_fraction')):>6} {r['gflops']:8.1f} "
+              f"{pct(r.get('peak_fraction')):>6}", flush=True)
+    print(f"        pool dispatch {m['dispatch_us']:.1f} us; experts/head/busy per step: " + ", ".join(
+        f"{n.split()[1] if n.startswith('decode') else 'prefill'} {r['expert_share']:.0%}/{r['head_share']:.0%}/"
+        f"{r['cpu_busy']:.0%}" for n, r in runs))
+    dec = {d["batch"]: d for d in m["decode"]}
+    if "b1_floor" in m and 1 in dec:  # the same matrices timed alone: what the model adds to its kernels
+        f = m["b1_floor"]
+        print(f"        batch-1 step {dec[1]['step_ms_median']:.1f} ms = {dec[1]['step_ms_median'] / f['ms']:.2f} x its "
+              f"kernels alone ({f['ms']:.1f} ms: " + ", ".join(f"{k} {v:.1f}" for k, v in f["parts_ms"].items()) + ")")
+    checks = {"prefill_peak_fraction": m["prefill"].get("peak_fraction")}
+    if 1 in dec:
+        checks["b1_bandwidth_fraction"] = dec[1].get("bandwidth_fraction")
+        checks["b1_tokens_per_s"] = dec[1]["tokens_per_s"]
+        if 16 in dec:
+            checks["b16_over_b1"] = dec[16]["tokens_per_s"] / dec[1]["tokens_per_s"]
+    m["targets"] = checks
+    result["model"][fmt] = m
+
+# ---- the issue's targets, as measured ratios next to their goals
+print("\ntargets (measured / goal):")
+print(f"{'format':7} {'b1 of BW':>14} {'b1 tokens/s':>16} {'b16/b1':>12} {'prefill of pk':>16}")
+for fmt, m in result["model"].items():
+    if m == "unavailable":
+        continue
+    t = m["targets"]
+    b1, ratio = t.get("b1_tokens_per_s"), t.get("b16_over_b1")
+    b1_text = (f"{b1:.1f}" if b1 else "-") + (" / 72" if fmt == "int8" else "")
+    ratio_text = (f"{ratio:.1f}x" if ratio else "-") + " / 6x"
+    print(f"{fmt:7} {pct(t.get('b1_bandwidth_fraction')) + ' / 80%':>14} {b1_text:>16} {ratio_text:>12} "
+          f"{pct(t.get('prefill_peak_fraction')) + ' / 50%':>16}")
+if args.json:
+    with open(args.json, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"\nwrote {args.json}")
