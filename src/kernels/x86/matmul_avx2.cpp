@@ -13,14 +13,15 @@
 // Both paths below perform exactly these operations on exactly these values
 // (weights decode exactly to float), so they give the same bits:
 //
-// - direct: register tiles of 4 rows x up to 3 tokens, weights decoded
-//   straight into registers (once per 3 tokens), the next row tile prefetched;
-// - panel (BF16, FP8, INT4; n >= 8): for 4 rows at a time, each group (or
+// - direct: register tiles of 4 rows x up to 3 tokens (n <= 3) or 3 rows x
+//   up to 4 tokens (n >= 4), weights decoded straight into registers (once
+//   per tile), the next row tile prefetched in tiles of up to 3 tokens;
+// - panel (INT4; n >= 8): for 4 rows at a time, each group (or
 //   256-column panel of an unscaled row) is decoded once into an L1 buffer of
 //   floats and then streamed from there for every token, 4 rows x 3 tokens
 //   per register tile. It pays where decoding costs more than the buffer's
-//   store and reload (measured: not for F32, INT8 with its 32-column groups,
-//   or n < 8).
+//   store and reload (measured against 3 x 4 direct tiles: only INT4's decode,
+//   not F32, BF16, FP8 or INT8 with its 32-column groups, and not at n < 8).
 #include <cstdint>
 #include <type_traits>
 
@@ -31,7 +32,11 @@ namespace trillion {
 namespace avx2 {
 namespace {
 
-constexpr int kMaxRows = 4, kMaxToks = 3;
+constexpr int kMaxRows = 4, kMaxToks = 4;
+// Tiles of up to this many tokens prefetch the next row tile (below): 1..3
+// token tiles still wait on memory (measured +5-10% at n = 2, 3 for BF16, FP8,
+// INT8); the 4-token tiles are compute bound, and BF16 lost with the blocks there.
+constexpr int kPrefetchToks = 3;
 
 // INT4 as weights, (nibble - 8) * scale = fma(nibble, scale, -8 * scale):
 // exact (at most 4 + 8 significant bits), and one operation fewer than
@@ -101,11 +106,20 @@ inline void accumulate(const F& f, int64_t cols, const float* x, int64_t r, int6
     }
   }
   for (; c < c1; c += 8) {
-    __m256 w[RT];
-    for (int i = 0; i < RT; ++i) w[i] = f.load(r + i, c);
-    for (int t = 0; t < TT; ++t) {
-      const __m256 xv = _mm256_loadu_ps(x + (t0 + t) * cols + c);
-      for (int i = 0; i < RT; ++i) blk[i][t] = _mm256_fmadd_ps(w[i], xv, blk[i][t]);
+    if constexpr (TT < RT) {  // hold the TT x chunks, decode one row at a time: fewer registers
+      __m256 xv[TT];
+      for (int t = 0; t < TT; ++t) xv[t] = _mm256_loadu_ps(x + (t0 + t) * cols + c);
+      for (int i = 0; i < RT; ++i) {
+        const __m256 w = f.load(r + i, c);
+        for (int t = 0; t < TT; ++t) blk[i][t] = _mm256_fmadd_ps(w, xv[t], blk[i][t]);
+      }
+    } else {
+      __m256 w[RT];
+      for (int i = 0; i < RT; ++i) w[i] = f.load(r + i, c);
+      for (int t = 0; t < TT; ++t) {
+        const __m256 xv = _mm256_loadu_ps(x + (t0 + t) * cols + c);
+        for (int i = 0; i < RT; ++i) blk[i][t] = _mm256_fmadd_ps(w[i], xv, blk[i][t]);
+      }
     }
   }
 }
@@ -165,10 +179,9 @@ void rows_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, 
   for (int i = 0; i < RT; ++i)
     for (int t = 0; t < TT; ++t) tot[i][t] = _mm256_setzero_ps();
   const int64_t cv = cols & ~int64_t(7);
-  if constexpr (F::kGroup == 0 && (TT > 1 || F::kBits == 32)) {
+  if constexpr (F::kGroup == 0 && (TT > kPrefetchToks || F::kBits == 32)) {
     // F32 streams at bandwidth on hardware prefetch alone (measured ~10%
-    // slower with the prefetch blocks at n = 1).
-    // 2+ tokens are compute bound: no prefetch (the blocks cost F32 half its
+    // slower with the prefetch blocks at n = 1, and they cost it half its
     // n = 32 speed: 4 x 3 totals plus operands just fit the registers of one loop).
     accumulate<F, RT, TT>(f, cols, x, r, t0, 0, cv, tot);
   } else if constexpr (F::kGroup == 0) {
@@ -181,7 +194,7 @@ void rows_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, 
     constexpr int64_t G = F::kGroup;
     int64_t g = 0;
     for (; g + G <= cv; g += G) {  // whole groups: a fixed trip count
-      if constexpr (TT == 1) prefetch_next_tile<F, RT>(f, cols, r, g, g + G);  // as above: n = 1 only
+      if constexpr (TT <= kPrefetchToks) prefetch_next_tile<F, RT>(f, cols, r, g, g + G);
       __m256 blk[RT][TT];
       for (int i = 0; i < RT; ++i)
         for (int t = 0; t < TT; ++t) blk[i][t] = _mm256_setzero_ps();
@@ -203,20 +216,37 @@ void rows_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, 
 template <class F>
 using RowsTileFn = void (*)(const F&, int64_t, const float*, float*, int64_t, int64_t, int64_t);
 
-template <class F, int RT>
+// Tiles of RT rows x 1..TT tokens.
+template <class F, int RT, int TT>
 struct RowTiles {
-  static constexpr RowsTileFn<F> fns[kMaxToks] = {rows_tile<F, RT, 1>, rows_tile<F, RT, 2>, rows_tile<F, RT, 3>};
+  static constexpr RowsTileFn<F> fns[4] = {rows_tile<F, RT, 1>, rows_tile<F, RT, TT >= 2 ? 2 : 1>,
+                                           rows_tile<F, RT, TT >= 3 ? 3 : 1>, rows_tile<F, RT, TT >= 4 ? 4 : 1>};
 };
 
+// Rows of up to RT at a time, each for tokens in tiles of TT (the last one n % TT).
+template <class F, int RT, int TT>
+void rows_direct_tiles(const F& f, int64_t cols, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
+                       int64_t r1) {
+  static constexpr const RowsTileFn<F>* by_rows[4] = {RowTiles<F, 1, TT>::fns, RowTiles<F, RT >= 2 ? 2 : 1, TT>::fns,
+                                                      RowTiles<F, RT >= 3 ? 3 : 1, TT>::fns,
+                                                      RowTiles<F, RT >= 4 ? 4 : 1, TT>::fns};
+  for (int64_t r = r0; r < r1; r += RT) {
+    const RowsTileFn<F>* fns = by_rows[min64(RT, r1 - r) - 1];
+    for (int64_t t = 0; t < n; t += TT) fns[min64(TT, n - t) - 1](f, cols, x, y, ldy, r, t);
+  }
+}
+
+// n <= 3: one tile of 4 rows x n tokens. n >= 4: tiles of 3 rows x 4 tokens
+// (12 totals, 3 weights, 1 x chunk: the 16 registers), so that n = 4 decodes
+// each weight once, not twice as 3 + 1 tokens did (measured, 4096 x 4096, 1
+// thread: +30-50% at n = 4 for BF16, FP8, INT4, INT8; also ahead or even at n = 5..16).
 template <class F>
 void rows_direct(const F& f, int64_t cols, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
                  int64_t r1) {
-  static constexpr const RowsTileFn<F>* by_rows[kMaxRows] = {RowTiles<F, 1>::fns, RowTiles<F, 2>::fns,
-                                                             RowTiles<F, 3>::fns, RowTiles<F, 4>::fns};
-  for (int64_t r = r0; r < r1; r += kMaxRows) {
-    const RowsTileFn<F>* fns = by_rows[min64(kMaxRows, r1 - r) - 1];
-    for (int64_t t = 0; t < n; t += kMaxToks) fns[min64(kMaxToks, n - t) - 1](f, cols, x, y, ldy, r, t);
-  }
+  if (n <= 3)
+    rows_direct_tiles<F, kMaxRows, 3>(f, cols, x, n, y, ldy, r0, r1);
+  else
+    rows_direct_tiles<F, 3, kMaxToks>(f, cols, x, n, y, ldy, r0, r1);
 }
 
 // ---- panel path ----
@@ -225,9 +255,13 @@ constexpr int64_t kPanelCols = 256;  // columns per decoded panel of an unscaled
 constexpr int64_t kTokBlock = 48;    // tokens whose running sums are kept per row tile
 
 // Smallest n that takes the panel path (bench_matmul, 4096 x 4096, 1 thread).
+// Against the direct path's 3 x 4 tiles only INT4's costly decode pays for
+// the panel: BF16 direct beat it at every n measured (8..32, e.g. n = 32 2.3 vs
+// 1.5 GB/s), FP8 direct was even with it (n = 8..32), INT4 even at n = 8 and
+// the panel ahead from n = 10 (1.3 vs 1.1 GB/s).
 template <class F>
 constexpr int64_t panel_min_tokens() {
-  return std::is_same_v<F, F32Format> || std::is_same_v<F, Int8Format> ? INT64_MAX : 8;
+  return std::is_same_v<F, Int4Weights> ? 8 : INT64_MAX;
 }
 
 // A whole number of scale groups (FP8: one of 128), or kPanelCols unscaled.
