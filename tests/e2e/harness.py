@@ -1,5 +1,6 @@
 """Shared helpers of the end-to-end tests: make a synthetic HF checkpoint,
 convert it with `trillion convert`, run trillion commands, compare arrays."""
+import argparse
 import json
 import os
 import shutil
@@ -74,3 +75,45 @@ def write_jsonl(path, records):
 def read_jsonl(path):
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def parse_args(mpiexec=False, mpiexec_help=None):
+    """The common command line of an e2e test: --trillion, --work (made
+    absolute) and, when asked, --mpiexec (optional when it has a help text)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trillion", required=True)
+    ap.add_argument("--work", required=True)
+    if mpiexec:
+        ap.add_argument("--mpiexec", required=mpiexec_help is None, help=mpiexec_help)
+    args = ap.parse_args()
+    args.work = os.path.abspath(args.work)
+    return args
+
+
+def fresh_case(work, name):
+    """An empty directory work/case/<name> for one test's files."""
+    case = os.path.join(work, "case", name)
+    shutil.rmtree(case, ignore_errors=True)
+    os.makedirs(case)
+    return case
+
+
+def vocab_size(model):
+    with open(os.path.join(model, "config.json")) as f:
+        return json.load(f)["vocab_size"]
+
+
+def demo_text_model(trillion, work):
+    """The `demo` FP8 model (DeepSeek-V3's vocabulary) with DeepSeek-V3's
+    tokenizer.json and tokenizer_config.json (chat template) copied in, made once."""
+    fixtures = os.path.join(ROOT, "tests", "fixtures", "tokenizers", "deepseek-v3")
+    hf = os.path.join(work, "hf", "demo-fp8-text")
+    model = os.path.join(work, "model", "demo-fp8-text")
+    if not os.path.exists(os.path.join(model, "manifest.json")):
+        shutil.rmtree(hf, ignore_errors=True)
+        shutil.rmtree(model, ignore_errors=True)
+        run([PYTHON, MAKE_CHECKPOINT, "--preset", "demo", "--format", "fp8", "--output", hf, "--quiet"])
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(fixtures, name), hf)
+        run([trillion, "convert", "--input", hf, "--output", model])
+    return hf, model

@@ -4,25 +4,17 @@ bit-identical to a run with the default pool, on 1 rank and on 2 ranks
 (pipeline, expert). A request that cannot fit even in an empty pool gets an
 error record naming its line. `trillion plan` and --metrics report the
 pool's bytes."""
-import argparse
 import json
 import os
-import shutil
 
-from harness import Failures, converted, read_jsonl, run, write_jsonl
+from harness import Failures, converted, fresh_case, parse_args, read_jsonl, run, write_jsonl
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--trillion", required=True)
-ap.add_argument("--mpiexec", required=True)
-ap.add_argument("--work", required=True)
-args = ap.parse_args()
+args = parse_args(mpiexec=True)
 f = Failures()
-work = os.path.abspath(args.work)
+work = args.work
 T = args.trillion
 hf, model = converted(T, work, "tiny", "bf16")
-case = os.path.join(work, "case", "kv-pool")
-shutil.rmtree(case, ignore_errors=True)
-os.makedirs(case)
+case = fresh_case(work, "kv-pool")
 cfg = json.load(open(os.path.join(model, "config.json")))
 vocab = cfg["vocab_size"]
 N = 24

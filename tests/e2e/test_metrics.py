@@ -3,28 +3,20 @@ rank 0 rewrites the file atomically while generating ("final": false, running
 totals, rank 0's own per-rank entry); at the end it holds the complete
 per-rank figures ("final": true) in the trillion-metrics/1 schema. Every read
 of the file, at any moment, parses (temp file + rename: never torn)."""
-import argparse
 import json
 import os
-import shutil
 import subprocess
 import time
 
-from harness import Failures, converted, write_jsonl
+from harness import Failures, converted, fresh_case, parse_args, vocab_size, write_jsonl
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--trillion", required=True)
-ap.add_argument("--mpiexec", required=True)
-ap.add_argument("--work", required=True)
-args = ap.parse_args()
+args = parse_args(mpiexec=True)
 f = Failures()
-work = os.path.abspath(args.work)
+work = args.work
 T = args.trillion
 hf, model = converted(T, work, "tiny", "bf16")
-case = os.path.join(work, "case", "metrics")
-shutil.rmtree(case, ignore_errors=True)
-os.makedirs(case)
-vocab = json.load(open(os.path.join(model, "config.json")))["vocab_size"]
+case = fresh_case(work, "metrics")
+vocab = vocab_size(model)
 N = 120
 reqs = [{"id": f"r{i}", "prompt_token_ids": [(i * 13 + j) % vocab for j in range(4 + i % 5)], "max_tokens": 32}
         for i in range(N)]

@@ -1,25 +1,16 @@
 """Request files: the OpenAI Batch form next to the plain form, answered in
 OpenAI's batch output form; bad lines become error records naming their line;
 --strict aborts on the first bad line instead."""
-import argparse
-import json
 import os
-import shutil
 
-from harness import Failures, converted, read_jsonl, run, write_jsonl
+from harness import Failures, converted, fresh_case, parse_args, read_jsonl, run, write_jsonl
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--trillion", required=True)
-ap.add_argument("--work", required=True)
-args = ap.parse_args()
-
+args = parse_args()
 f = Failures()
-work = os.path.abspath(args.work)
+work = args.work
 T = args.trillion
 hf, model = converted(T, work, "tiny", "bf16")
-case = os.path.join(work, "case", "request-files")
-shutil.rmtree(case, ignore_errors=True)
-os.makedirs(case)
+case = fresh_case(work, "request-files")
 
 
 def batch(cid, url, body, method="POST"):

@@ -2,30 +2,22 @@
 command; every request appears exactly once, every line parses, the results
 equal those of an uninterrupted run. Also: a torn last line is cut, bad lines
 are not reported twice, --restart overwrites, `score` resumes likewise."""
-import argparse
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
 
-from harness import Failures, converted, run, write_jsonl
+from harness import Failures, converted, fresh_case, parse_args, run, vocab_size, write_jsonl
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--trillion", required=True)
-ap.add_argument("--work", required=True)
-args = ap.parse_args()
-
+args = parse_args()
 f = Failures()
-work = os.path.abspath(args.work)
+work = args.work
 T = args.trillion
 hf, model = converted(T, work, "tiny", "bf16")
-case = os.path.join(work, "case", "resume")
-shutil.rmtree(case, ignore_errors=True)
-os.makedirs(case)
-vocab = json.load(open(os.path.join(model, "config.json")))["vocab_size"]
+case = fresh_case(work, "resume")
+vocab = vocab_size(model)
 
 N = 300
 reqs = [{"id": f"r{i}", "prompt_token_ids": [(i * 31 + j * 7) % vocab for j in range(3 + i % 9)],

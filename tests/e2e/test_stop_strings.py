@@ -3,33 +3,16 @@ stop strings must return exactly the text of the same request without them,
 cut right before the first occurrence, and never the stop string itself; its
 token_ids are a prefix of the unstopped run's (ending with the token that
 completed the stop string). Without a tokenizer, `stop` is an error record."""
-import argparse
 import os
-import shutil
 
-from harness import Failures, PYTHON, MAKE_CHECKPOINT, ROOT, read_jsonl, run, write_jsonl
+from harness import Failures, demo_text_model, fresh_case, parse_args, read_jsonl, run, write_jsonl
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--trillion", required=True)
-ap.add_argument("--work", required=True)
-ap.add_argument("--mpiexec", help="also run the stopped requests on 2 pipeline ranks (matching runs on rank 0)")
-args = ap.parse_args()
+args = parse_args(mpiexec=True, mpiexec_help="also run the stopped requests on 2 pipeline ranks (matching runs on rank 0)")
 T = args.trillion
 f = Failures()
-work = os.path.abspath(args.work)
-fixtures = os.path.join(ROOT, "tests", "fixtures", "tokenizers", "deepseek-v3")
-hf = os.path.join(work, "hf", "demo-fp8-text")
-model = os.path.join(work, "model", "demo-fp8-text")  # shared with test_text_prompts.py (same lock)
-if not os.path.exists(os.path.join(model, "manifest.json")):
-    shutil.rmtree(hf, ignore_errors=True)
-    shutil.rmtree(model, ignore_errors=True)
-    run([PYTHON, MAKE_CHECKPOINT, "--preset", "demo", "--format", "fp8", "--output", hf, "--quiet"])
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(fixtures, name), hf)
-    run([T, "convert", "--input", hf, "--output", model])
-case = os.path.join(work, "case", "stop-strings")
-shutil.rmtree(case, ignore_errors=True)
-os.makedirs(case)
+work = args.work
+hf, model = demo_text_model(T, work)  # shared with test_text_prompts.py (same lock)
+case = fresh_case(work, "stop-strings")
 
 
 def generate(reqs, name, model_dir=model, ranks=1):

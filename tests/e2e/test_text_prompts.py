@@ -5,35 +5,19 @@ template inside). Expectations come from elsewhere: the chat prompt is
 rendered by the real Jinja2 (python3-jinja2), ids by `trillion tokenize`
 (itself checked against Hugging Face goldens), and a text or chat request
 must generate exactly what the same request given as token ids generates."""
-import argparse
 import json
 import os
-import shutil
 
 import jinja2
 
-from harness import Failures, PYTHON, MAKE_CHECKPOINT, ROOT, read_jsonl, run, write_jsonl
+from harness import Failures, demo_text_model, fresh_case, parse_args, read_jsonl, run, write_jsonl
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--trillion", required=True)
-ap.add_argument("--work", required=True)
-args = ap.parse_args()
+args = parse_args()
 T = args.trillion
 f = Failures()
-work = os.path.abspath(args.work)
-fixtures = os.path.join(ROOT, "tests", "fixtures", "tokenizers", "deepseek-v3")
-hf = os.path.join(work, "hf", "demo-fp8-text")
-model = os.path.join(work, "model", "demo-fp8-text")
-if not os.path.exists(os.path.join(model, "manifest.json")):
-    shutil.rmtree(hf, ignore_errors=True)
-    shutil.rmtree(model, ignore_errors=True)
-    run([PYTHON, MAKE_CHECKPOINT, "--preset", "demo", "--format", "fp8", "--output", hf, "--quiet"])
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(fixtures, name), hf)
-    run([T, "convert", "--input", hf, "--output", model])
-case = os.path.join(work, "case", "text-prompts")
-shutil.rmtree(case, ignore_errors=True)
-os.makedirs(case)
+work = args.work
+hf, model = demo_text_model(T, work)
+case = fresh_case(work, "text-prompts")
 
 
 def tokenize(text):
@@ -43,7 +27,7 @@ def tokenize(text):
     return json.loads(out.splitlines()[0])["ids"]
 
 
-config = json.load(open(os.path.join(fixtures, "tokenizer_config.json")))
+config = json.load(open(os.path.join(model, "tokenizer_config.json")))  # the DeepSeek-V3 fixture, copied in by convert
 bos = config["bos_token"]["content"] if isinstance(config["bos_token"], dict) else config["bos_token"]
 eos = config["eos_token"]["content"] if isinstance(config["eos_token"], dict) else config["eos_token"]
 env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
