@@ -2,6 +2,7 @@
 #pragma once
 #include <cstring>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "common/thread_pool.hpp"
@@ -39,5 +40,13 @@ inline Batch rows_of(int32_t slot, int32_t pos0, int32_t count) {
 }
 
 inline bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+
+// n token ids in [0, vocab), a fixed stream per seed.
+inline std::vector<int32_t> random_tokens(int n, uint64_t seed, int64_t vocab) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& v : t) v = int32_t(rng() % uint64_t(vocab));
+  return t;
+}
 
 }  // namespace trillion::test

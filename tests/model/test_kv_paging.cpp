@@ -14,13 +14,6 @@ using namespace trillion::test;
 
 namespace {
 
-std::vector<int32_t> tokens_of(int n, uint64_t seed, int64_t vocab) {
-  std::mt19937_64 rng(seed);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& v : t) v = int32_t(rng() % uint64_t(vocab));
-  return t;
-}
-
 std::vector<int32_t> slice(const std::vector<int32_t>& v, int b, int n) { return {v.begin() + b, v.begin() + b + n}; }
 
 constexpr int32_t B = KvCache::kBlockTokens;
@@ -33,7 +26,7 @@ BOOST_AUTO_TEST_CASE(paged_blocks_keep_the_bits) {
   Transformer model(m.cfg, LayerRange{0, m.cfg.num_hidden_layers, true, true}, m.source, pool);
   const int64_t V = m.cfg.vocab_size;
   const int T = 2 * B + 20;  // three blocks
-  const auto A = tokens_of(T, 41, V), Bt = tokens_of(B + 10, 42, V), C = tokens_of(B + 5, 43, V);
+  const auto A = random_tokens(T, 41, V), Bt = random_tokens(B + 10, 42, V), C = random_tokens(B + 5, 43, V);
 
   // A alone in a fresh cache: its blocks are 0, 1, 2 in order.
   KvCache alone(m.cfg, model.range(), 1, T);

@@ -17,13 +17,6 @@ using namespace trillion::test;
 
 namespace {
 
-std::vector<int32_t> random_tokens(int n, uint64_t seed, int vocab) {
-  std::mt19937_64 rng(seed);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& v : t) v = int32_t(rng() % uint64_t(vocab));
-  return t;
-}
-
 const std::vector<TinyModelOptions> kVariants = {
     {.format = "bf16"},
     {.format = "fp8", .hidden = 160},
