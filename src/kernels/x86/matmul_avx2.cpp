@@ -16,10 +16,12 @@
 // - direct: register tiles of 4 rows x up to 3 tokens (n <= 3) or 3 rows x
 //   up to 4 tokens (n >= 4), weights decoded straight into registers (once
 //   per tile), the next row tile prefetched in tiles of up to 3 tokens;
-// - panel (INT4; n >= 8): for 4 rows at a time, each group (or
+// - panel (INT4; n >= 8): for 3 rows at a time, each group (or
 //   256-column panel of an unscaled row) is decoded once into an L1 buffer of
-//   floats and then streamed from there for every token, 4 rows x 3 tokens
-//   per register tile. It pays where decoding costs more than the buffer's
+//   floats and then streamed from there for every token, 3 rows x 4 tokens
+//   per register tile (the 3 weight chunks held in registers: 7 loads per 12
+//   FMAs, where 4 x 3 tiles took them as memory operands, 15 loads; best of 8
+//   alternating runs, 4096 x 4096, 1 thread: n = 8 +7-11%, n = 32 even). It pays where decoding costs more than the buffer's
 //   store and reload (measured against 3 x 4 direct tiles: only INT4's decode,
 //   not F32, BF16, FP8 or INT8 with its 32-column groups, and not at n < 8).
 #include <cstdint>
@@ -253,6 +255,7 @@ void rows_direct(const F& f, int64_t cols, const float* x, int64_t n, float* y, 
 
 constexpr int64_t kPanelCols = 256;  // columns per decoded panel of an unscaled row
 constexpr int64_t kTokBlock = 48;    // tokens whose running sums are kept per row tile
+constexpr int kPanelRows = 3, kPanelToks = 4;  // register tile of the panel path
 
 // Smallest n that takes the panel path (bench_matmul, 4096 x 4096, 1 thread).
 // Against the direct path's 3 x 4 tiles only INT4's costly decode pays for
@@ -294,14 +297,17 @@ inline void decode_panel(const F& f, int64_t r, int64_t c0, int64_t c1, float* b
   }
 }
 
-// acc[i][t] += buf[i][k] * x[t][k] over the chunks of k in [0, len).
+// acc[i][t] += buf[i][k] * x[t][k] over the chunks of k in [0, len): the RT
+// weight chunks held in registers for the TT tokens (3 + 1 + 3 x 4 = 16 registers).
 template <int RT, int TT>
 inline void panel_tile(const float* buf, int64_t P, const float* x, int64_t ldx, int64_t len,
                        __m256 (&acc)[RT][TT]) {
   for (int64_t k = 0; k < len; k += 8) {
+    __m256 w[RT];
+    for (int i = 0; i < RT; ++i) w[i] = _mm256_load_ps(buf + i * P + k);
     for (int t = 0; t < TT; ++t) {
       const __m256 xv = _mm256_loadu_ps(x + t * ldx + k);
-      for (int i = 0; i < RT; ++i) acc[i][t] = _mm256_fmadd_ps(_mm256_load_ps(buf + i * P + k), xv, acc[i][t]);
+      for (int i = 0; i < RT; ++i) acc[i][t] = _mm256_fmadd_ps(w[i], xv, acc[i][t]);
     }
   }
 }
@@ -343,7 +349,8 @@ void rows_panel_tile(const F& f, int64_t cols, const float* x, float* y, int64_t
       }
     };
     int64_t t = 0;
-    for (; t + 3 <= nt; t += 3) run.template operator()<3>(t);
+    for (; t + kPanelToks <= nt; t += kPanelToks) run.template operator()<kPanelToks>(t);
+    if (nt - t == 3) run.template operator()<3>(t);
     if (nt - t == 2) run.template operator()<2>(t);
     if (nt - t == 1) run.template operator()<1>(t);
   }
@@ -357,9 +364,8 @@ void rows_panel(const F& f, int64_t cols, const float* x, int64_t n, float* y, i
   for (int64_t t0 = 0; t0 < n; t0 += kTokBlock) {
     const int64_t t1 = min64(n, t0 + kTokBlock);
     int64_t r = r0;
-    for (; r + kMaxRows <= r1; r += kMaxRows) rows_panel_tile<F, kMaxRows>(f, cols, x, y, ldy, r, t0, t1);
+    for (; r + kPanelRows <= r1; r += kPanelRows) rows_panel_tile<F, kPanelRows>(f, cols, x, y, ldy, r, t0, t1);
     switch (r1 - r) {
-      case 3: rows_panel_tile<F, 3>(f, cols, x, y, ldy, r, t0, t1); break;
       case 2: rows_panel_tile<F, 2>(f, cols, x, y, ldy, r, t0, t1); break;
       case 1: rows_panel_tile<F, 1>(f, cols, x, y, ldy, r, t0, t1); break;
       default: break;
