@@ -4,7 +4,10 @@
 // peak ~98 GFLOP/s per core). Best of 5 trials. With 2+ threads it also
 // prints the pool's dispatch latency (an empty parallel_for, and a decode-
 // sized 512 x 2048 INT8 matmul at n = 1), wall time per call.
-//   bench_matmul [rows cols] [threads] [formats, e.g. int8,fp8]
+// With `copies` > 1 each call uses the next of that many distinct matrices,
+// so a small matrix (an expert's 512 x 2048) streams from memory as in a
+// model step instead of being served from cache after the first call.
+//   bench_matmul [rows cols] [threads] [formats, e.g. int8,fp8] [copies]
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -63,17 +66,22 @@ double now(bool cpu_time) {
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
-double seconds_per_call(const QMatrix& W, const std::vector<float>& x, int64_t n, std::vector<float>& y,
+double seconds_per_call(const std::vector<Owned>& Ws, const std::vector<float>& x, int64_t n, std::vector<float>& y,
                         ThreadPool& pool) {
   const bool cpu_time = pool.size() == 1;
-  matmul(W, x.data(), n, y.data(), pool);  // warm up
+  size_t next = 0;
+  auto call = [&] {
+    matmul(Ws[next].m, x.data(), n, y.data(), pool);
+    next = (next + 1) % Ws.size();
+  };
+  call();  // warm up
   double best = 1e30;
   for (int trial = 0; trial < 5; ++trial) {
     int reps = 0;
     const double t0 = now(cpu_time);
     double elapsed = 0;
     do {
-      matmul(W, x.data(), n, y.data(), pool);
+      call();
       ++reps;
       elapsed = now(cpu_time) - t0;
     } while (elapsed < 0.1);
@@ -129,6 +137,8 @@ int main(int argc, char** argv) {
               "n=4 GFLOP/s", "n=8 GB/s", "n=8 GFLOP/s", "n=32 GFLOP/s");
   std::string only = ",";  // ",int8,fp8," or "," (all)
   if (argc > 4) only.append(argv[4]).append(",");
+  const int copies = argc > 5 ? std::max(1, std::atoi(argv[5])) : 1;
+  if (copies > 1) std::printf("cycling through %d copies of the matrix\n", copies);
   if (pool.size() > 1) dispatch_latency(pool);
   for (MatFormat f : {MatFormat::F32, MatFormat::BF16, MatFormat::FP8_B128, MatFormat::INT4_G32,
                       MatFormat::INT8_G32}) {
@@ -136,12 +146,14 @@ int main(int argc, char** argv) {
     std::string needle = ",";
     needle.append(key).append(",");
     if (only != "," && only.find(needle) == std::string::npos) continue;
-    Owned o = make(f, rows, cols);
+    std::vector<Owned> Ws;
+    for (int i = 0; i < copies; ++i) Ws.push_back(make(f, rows, cols));
+    const Owned& o = Ws.front();
     std::vector<float> x(size_t(32 * cols), 0.01f), y(size_t(32 * rows));
-    const double t1 = seconds_per_call(o.m, x, 1, y, pool);
-    const double t4 = seconds_per_call(o.m, x, 4, y, pool);
-    const double t8 = seconds_per_call(o.m, x, 8, y, pool);
-    const double t32 = seconds_per_call(o.m, x, 32, y, pool);
+    const double t1 = seconds_per_call(Ws, x, 1, y, pool);
+    const double t4 = seconds_per_call(Ws, x, 4, y, pool);
+    const double t8 = seconds_per_call(Ws, x, 8, y, pool);
+    const double t32 = seconds_per_call(Ws, x, 32, y, pool);
     const double flop = 2.0 * double(rows) * double(cols);
     const char* name = f == MatFormat::F32 ? "F32" : f == MatFormat::BF16 ? "BF16" : f == MatFormat::FP8_B128 ? "FP8_B128" : f == MatFormat::INT4_G32 ? "INT4_G32" : "INT8_G32";
     const double bytes = double(qmatrix_bytes(o.m));

@@ -68,7 +68,7 @@ struct Int4Weights {
 
 // blk[i][t] += W[r+i][c, c+8) * x[t0+t][c, c+8) for the 8-column chunks in [c0, c1).
 template <class F, int RT, int TT>
-inline void accumulate(const F& f, int64_t cols, const float* x, int64_t r, int64_t t0, int64_t c0, int64_t c1,
+inline void accumulate(const F& f, int64_t cols, const float* x, int64_t r, int64_t rs, int64_t t0, int64_t c0, int64_t c1,
                        __m256 (&blk)[RT][TT]) {
   int64_t c = c0;
   if constexpr (requires { F::kScaleGroup; }) {  // one scale broadcast per row and group; same sums
@@ -76,16 +76,16 @@ inline void accumulate(const F& f, int64_t cols, const float* x, int64_t r, int6
     for (; c % G == 0 && c + G <= c1; c += G) {
       if constexpr (TT == 1) {  // registers to spare: the RT scales held, x loaded once per chunk
         decltype(f.group_scale(r, c)) s[RT];
-        for (int i = 0; i < RT; ++i) s[i] = f.group_scale(r + i, c);
+        for (int i = 0; i < RT; ++i) s[i] = f.group_scale(r + i * rs, c);
         for (int64_t k = c; k < c + G; k += 8) {
           const __m256 xv = _mm256_loadu_ps(x + t0 * cols + k);
-          for (int i = 0; i < RT; ++i) blk[i][0] = _mm256_fmadd_ps(f.load_scaled(r + i, k, s[i]), xv, blk[i][0]);
+          for (int i = 0; i < RT; ++i) blk[i][0] = _mm256_fmadd_ps(f.load_scaled(r + i * rs, k, s[i]), xv, blk[i][0]);
         }
       } else {
         for (int i = 0; i < RT; ++i) {
-          const auto s = f.group_scale(r + i, c);
+          const auto s = f.group_scale(r + i * rs, c);
           for (int64_t k = c; k < c + G; k += 8) {
-            const __m256 w = f.load_scaled(r + i, k, s);
+            const __m256 w = f.load_scaled(r + i * rs, k, s);
             for (int t = 0; t < TT; ++t)
               blk[i][t] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + (t0 + t) * cols + k), blk[i][t]);
           }
@@ -96,7 +96,7 @@ inline void accumulate(const F& f, int64_t cols, const float* x, int64_t r, int6
   if constexpr (requires(__m256 a) { f.load16(r, c, a, a); }) {  // same sums, wider decode
     for (; c + 16 <= c1; c += 16) {
       __m256 lo[RT], hi[RT];
-      for (int i = 0; i < RT; ++i) f.load16(r + i, c, lo[i], hi[i]);
+      for (int i = 0; i < RT; ++i) f.load16(r + i * rs, c, lo[i], hi[i]);
       for (int t = 0; t < TT; ++t) {
         const __m256 xv = _mm256_loadu_ps(x + (t0 + t) * cols + c);
         for (int i = 0; i < RT; ++i) blk[i][t] = _mm256_fmadd_ps(lo[i], xv, blk[i][t]);
@@ -112,12 +112,12 @@ inline void accumulate(const F& f, int64_t cols, const float* x, int64_t r, int6
       __m256 xv[TT];
       for (int t = 0; t < TT; ++t) xv[t] = _mm256_loadu_ps(x + (t0 + t) * cols + c);
       for (int i = 0; i < RT; ++i) {
-        const __m256 w = f.load(r + i, c);
+        const __m256 w = f.load(r + i * rs, c);
         for (int t = 0; t < TT; ++t) blk[i][t] = _mm256_fmadd_ps(w, xv[t], blk[i][t]);
       }
     } else {
       __m256 w[RT];
-      for (int i = 0; i < RT; ++i) w[i] = f.load(r + i, c);
+      for (int i = 0; i < RT; ++i) w[i] = f.load(r + i * rs, c);
       for (int t = 0; t < TT; ++t) {
         const __m256 xv = _mm256_loadu_ps(x + (t0 + t) * cols + c);
         for (int i = 0; i < RT; ++i) blk[i][t] = _mm256_fmadd_ps(w[i], xv, blk[i][t]);
@@ -128,9 +128,9 @@ inline void accumulate(const F& f, int64_t cols, const float* x, int64_t r, int6
 
 // tot[i][t] += blk[i][t] * scale of the group at column c0.
 template <class F, int RT, int TT>
-inline void add_scaled(const F& f, int64_t r, int64_t c0, const __m256 (&blk)[RT][TT], __m256 (&tot)[RT][TT]) {
+inline void add_scaled(const F& f, int64_t r, int64_t rs, int64_t c0, const __m256 (&blk)[RT][TT], __m256 (&tot)[RT][TT]) {
   for (int i = 0; i < RT; ++i) {
-    const __m256 s = _mm256_set1_ps(f.scale_at(r + i, c0));
+    const __m256 s = _mm256_set1_ps(f.scale_at(r + i * rs, c0));
     for (int t = 0; t < TT; ++t) tot[i][t] = _mm256_fmadd_ps(blk[i][t], s, tot[i][t]);
   }
 }
@@ -160,23 +160,23 @@ inline void finish(const F& f, int64_t cols, const float* x, float* y, int64_t l
 
 // ---- direct path ----
 
-// Software prefetch of the same columns in the next row tile (RT rows on):
-// the hardware prefetcher restarts at every 4 KiB page, and a row tile reads
-// RT streams that each cross pages often (a 4096-column INT8 row is one page),
-// so without it n = 1 ran well below bandwidth. The address is computed as an
+// Software prefetch of the same columns in the next row tile (one row on in
+// each stream of a strided tile, RT rows on in a contiguous one): the
+// hardware prefetcher restarts at every 4 KiB page, and a row tile reads RT
+// streams that each cross pages often. The address is computed as an
 // integer: past the last row it is never dereferenced (prefetches do not fault).
 template <class F, int RT>
-inline void prefetch_next_tile(const F& f, int64_t cols, int64_t r, int64_t c0, int64_t c1) {
-  const uintptr_t next = uintptr_t(RT) * uintptr_t(cols) * F::kBits / 8;
+inline void prefetch_next_tile(const F& f, int64_t cols, int64_t r, int64_t rs, int64_t c0, int64_t c1) {
+  const uintptr_t next = uintptr_t(rs == 1 ? RT : 1) * uintptr_t(cols) * F::kBits / 8;
   const uintptr_t len = uintptr_t(c1 - c0) * F::kBits / 8;
   for (int i = 0; i < RT; ++i) {
-    const uintptr_t a = reinterpret_cast<uintptr_t>(f.ptr(r + i, c0)) + next;
+    const uintptr_t a = reinterpret_cast<uintptr_t>(f.ptr(r + i * rs, c0)) + next;
     for (uintptr_t o = 0; o < len; o += 64) _mm_prefetch(reinterpret_cast<const char*>(a + o), _MM_HINT_T0);
   }
 }
 
 template <class F, int RT, int TT>
-void rows_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, int64_t r, int64_t t0) {
+void rows_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, int64_t r, int64_t rs, int64_t t0) {
   __m256 tot[RT][TT];
   for (int i = 0; i < RT; ++i)
     for (int t = 0; t < TT; ++t) tot[i][t] = _mm256_setzero_ps();
@@ -185,38 +185,38 @@ void rows_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, 
     // F32 streams at bandwidth on hardware prefetch alone (measured ~10%
     // slower with the prefetch blocks at n = 1, and they cost it half its
     // n = 32 speed: 4 x 3 totals plus operands just fit the registers of one loop).
-    accumulate<F, RT, TT>(f, cols, x, r, t0, 0, cv, tot);
+    accumulate<F, RT, TT>(f, cols, x, r, rs, t0, 0, cv, tot);
   } else if constexpr (F::kGroup == 0) {
     constexpr int64_t B = 2048 / F::kBits;  // 256 bytes of a row per prefetch block
     for (int64_t c = 0; c < cv; c += B) {   // the same chain of sums as one call over [0, cv)
-      prefetch_next_tile<F, RT>(f, cols, r, c, min64(c + B, cv));
-      accumulate<F, RT, TT>(f, cols, x, r, t0, c, min64(c + B, cv), tot);
+      prefetch_next_tile<F, RT>(f, cols, r, rs, c, min64(c + B, cv));
+      accumulate<F, RT, TT>(f, cols, x, r, rs, t0, c, min64(c + B, cv), tot);
     }
   } else {
     constexpr int64_t G = F::kGroup;
     int64_t g = 0;
     for (; g + G <= cv; g += G) {  // whole groups: a fixed trip count
-      if constexpr (TT <= kPrefetchToks) prefetch_next_tile<F, RT>(f, cols, r, g, g + G);
+      if constexpr (TT <= kPrefetchToks) prefetch_next_tile<F, RT>(f, cols, r, rs, g, g + G);
       __m256 blk[RT][TT];
       for (int i = 0; i < RT; ++i)
         for (int t = 0; t < TT; ++t) blk[i][t] = _mm256_setzero_ps();
-      accumulate<F, RT, TT>(f, cols, x, r, t0, g, g + G, blk);
-      add_scaled<F, RT, TT>(f, r, g, blk, tot);
+      accumulate<F, RT, TT>(f, cols, x, r, rs, t0, g, g + G, blk);
+      add_scaled<F, RT, TT>(f, r, rs, g, blk, tot);
     }
     if (g < cv) {  // a partial last group (FP8, cols % 128 != 0)
       __m256 blk[RT][TT];
       for (int i = 0; i < RT; ++i)
         for (int t = 0; t < TT; ++t) blk[i][t] = _mm256_setzero_ps();
-      accumulate<F, RT, TT>(f, cols, x, r, t0, g, cv, blk);
-      add_scaled<F, RT, TT>(f, r, g, blk, tot);
+      accumulate<F, RT, TT>(f, cols, x, r, rs, t0, g, cv, blk);
+      add_scaled<F, RT, TT>(f, r, rs, g, blk, tot);
     }
   }
   for (int i = 0; i < RT; ++i)
-    for (int t = 0; t < TT; ++t) finish(f, cols, x, y, ldy, r + i, t0 + t, tot[i][t]);
+    for (int t = 0; t < TT; ++t) finish(f, cols, x, y, ldy, r + i * rs, t0 + t, tot[i][t]);
 }
 
 template <class F>
-using RowsTileFn = void (*)(const F&, int64_t, const float*, float*, int64_t, int64_t, int64_t);
+using RowsTileFn = void (*)(const F&, int64_t, const float*, float*, int64_t, int64_t, int64_t, int64_t);
 
 // Tiles of RT rows x 1..TT tokens.
 template <class F, int RT, int TT>
@@ -225,17 +225,30 @@ struct RowTiles {
                                            rows_tile<F, RT, TT >= 3 ? 3 : 1>, rows_tile<F, RT, TT >= 4 ? 4 : 1>};
 };
 
-// Rows of up to RT at a time, each for tokens in tiles of TT (the last one n % TT).
+// Rows [r0, r1) in tiles of RT rows, each for tokens in tiles of TT (the last
+// one n % TT). The rows of a tile are RT apart by a quarter (for RT = 4) of
+// the range, not adjacent: rows r0 + k + i q, q = (r1 - r0) / RT, so the tile
+// sweep reads RT sequential streams through distinct parts of the matrix.
+// Adjacent rows made the RT streams interleave inside the same few KiB, which
+// the hardware prefetchers follow badly when rows are short: one core read a
+// 2048 x 512 BF16 matrix at 9-10 GB/s with adjacent rows and 21-22 with
+// strided ones, INT8 11-12 -> 14-16 (512 x 2048 INT8: 11-13 -> 12-18; long
+// rows, 8192 x 8192, even). A pure read of 4 interleaved streams showed the
+// same (512-byte rows: 10-12 GB/s adjacent, 22 strided). The last
+// (r1 - r0) % RT rows form one contiguous tile. Which tile a row is in never
+// changes its operations.
 template <class F, int RT, int TT>
 void rows_direct_tiles(const F& f, int64_t cols, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
                        int64_t r1) {
   static constexpr const RowsTileFn<F>* by_rows[4] = {RowTiles<F, 1, TT>::fns, RowTiles<F, RT >= 2 ? 2 : 1, TT>::fns,
                                                       RowTiles<F, RT >= 3 ? 3 : 1, TT>::fns,
                                                       RowTiles<F, RT >= 4 ? 4 : 1, TT>::fns};
-  for (int64_t r = r0; r < r1; r += RT) {
-    const RowsTileFn<F>* fns = by_rows[min64(RT, r1 - r) - 1];
-    for (int64_t t = 0; t < n; t += TT) fns[min64(TT, n - t) - 1](f, cols, x, y, ldy, r, t);
-  }
+  const int64_t q = (r1 - r0) / RT;  // rows per stream
+  for (int64_t k = 0; k < q; ++k)     // tile k: row r0 + k + i q of each stream i
+    for (int64_t t = 0; t < n; t += TT) RowTiles<F, RT, TT>::fns[min64(TT, n - t) - 1](f, cols, x, y, ldy, r0 + k, q, t);
+  const int64_t r = r0 + RT * q;  // the last (r1 - r0) % RT rows: one tile
+  if (r < r1)
+    for (int64_t t = 0; t < n; t += TT) by_rows[r1 - r - 1][min64(TT, n - t) - 1](f, cols, x, y, ldy, r, 1, t);
 }
 
 // n <= 3: one tile of 4 rows x n tokens. n >= 4: tiles of 3 rows x 4 tokens
