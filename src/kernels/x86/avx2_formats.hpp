@@ -148,9 +148,10 @@ struct Int8Format {
   }
   float at(int64_t r, int64_t c) const { return float(d[r * cols + c]); }
   float scale_at(int64_t r, int64_t c) const { return bf16_value(s[r * scale_cols + (c >> 5)]); }
-  // scale_at(r, c) in every lane (the bf16 broadcast, then moved to the top half).
-  __m256 scale_vec(int64_t r, int64_t c) const {
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_set1_epi16(int16_t(s[r * scale_cols + (c >> 5)])), 16));
+  // out[j] = scale_at(r, c + 32 j), j < 8: one vector conversion for 8 groups.
+  void scales8(int64_t r, int64_t c, float* out) const {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + r * scale_cols + (c >> 5)));
+    _mm256_store_ps(out, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
   }
 };
 

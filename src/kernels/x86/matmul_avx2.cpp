@@ -243,6 +243,28 @@ void rows_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, 
   } else {
     constexpr int64_t G = F::kGroup;
     int64_t g = 0;
+    // INT8 decode: the scales of 8 groups converted at once and broadcast
+    // from memory (a load, no shuffle), not one scalar conversion, move and
+    // broadcast per group (4 instructions per row and 32 columns; measured
+    // +7-8% at n = 1, 1 thread). The same products and sums.
+    if constexpr (requires(float* p) { f.scales8(r, g, p); } && TT <= kPrefetchToks) {
+      for (; g + 8 * G <= cv; g += 8 * G) {
+        alignas(32) float sc[RT][8];
+        for (int i = 0; i < RT; ++i) f.scales8(r + i * rs, g, sc[i]);
+        for (int j = 0; j < 8; ++j) {
+          const int64_t gj = g + j * G;
+          prefetch_next_tile<F, RT>(f, cols, r, rs, gj, gj + G);
+          __m256 blk[RT][TT];
+          for (int i = 0; i < RT; ++i)
+            for (int t = 0; t < TT; ++t) blk[i][t] = _mm256_setzero_ps();
+          accumulate<F, RT, TT>(f, cols, x, r, rs, t0, gj, gj + G, blk);
+          for (int i = 0; i < RT; ++i) {
+            const __m256 sv = _mm256_broadcast_ss(&sc[i][j]);
+            for (int t = 0; t < TT; ++t) tot[i][t] = _mm256_fmadd_ps(blk[i][t], sv, tot[i][t]);
+          }
+        }
+      }
+    }
     for (; g + G <= cv; g += G) {  // whole groups: a fixed trip count
       if constexpr (TT <= kPrefetchToks) prefetch_next_tile<F, RT>(f, cols, r, rs, g, g + G);
       __m256 blk[RT][TT];
