@@ -18,8 +18,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The longest spin before sleeping (TRILLION_POOL_SPIN_US overrides; 0 never
-// spins): about the gap between two matmuls of a decode step.
-constexpr int64_t kDefaultSpinUs = 50;
+// spins). Not just the gap between two matmuls of a decode step (a few us):
+// a wait also lasts as long as the other thread's share runs late, and on a
+// virtual machine a sleeping thread's core may be handed back to the host,
+// so its wake-up can take a millisecond. Measured on the bench model (INT8,
+// batch 1, 2 threads, alternating runs): 50 us 31-43 tokens/s with the cores
+// busy 50-86% of the step; 1000 us 51-72, 92-100%; 5000 us 65-76, 93-100%.
+constexpr int64_t kDefaultSpinUs = 5000;
 // Pause iterations between clock checks, and between yields of the core
 // (~10 us). Yields are rare on purpose: on a loaded machine one hands the
 // core to another process for a whole time slice.
@@ -52,9 +57,7 @@ void ThreadPool::SpinWait::wait(Done&& done, Sleep&& sleep) {
     const Clock::time_point deadline = t0 + std::chrono::nanoseconds(budget_ns);
     for (int i = 1;; ++i) {
       if (done()) {
-        // Paid before any yield: spin up to twice as long next time. After a
-        // yield it paid only because this thread gave its core away: shorten.
-        budget_ns = i < kYieldEvery ? std::min(limit_ns, 2 * budget_ns) : std::max(min_ns(), budget_ns / 2);
+        budget_ns = std::min(limit_ns, 2 * budget_ns);  // paid: spin up to twice as long next time
         return;
       }
       cpu_relax();
@@ -63,10 +66,12 @@ void ThreadPool::SpinWait::wait(Done&& done, Sleep&& sleep) {
     }
   }
   sleep();
-  // The spin did not pay (an idle pool, or threads sharing a core, where
-  // spinning only delays the thread waited for): spin half as long next time,
-  // but still a little, to notice when it pays again.
-  budget_ns = std::max(min_ns(), budget_ns / 2);
+  // Judged by the whole wait, sleep included: one the limit would have
+  // covered means spinning pays (spin at least that long next time, so a
+  // budget that shrank while the pool was idle grows back); a longer one is
+  // an idle pool: spin half as long next time, but still a little.
+  const int64_t waited = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+  budget_ns = waited <= limit_ns ? std::min(limit_ns, std::max(2 * budget_ns, waited)) : std::max(min_ns(), budget_ns / 2);
 }
 
 int physical_cores() {
