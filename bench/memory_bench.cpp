@@ -120,7 +120,9 @@ double read_gbps(const std::vector<float*>& parts, size_t per_thread, int reps, 
     std::vector<std::thread> ts;
     auto t0 = clock_type::now();
     for (size_t t = 0; t < parts.size(); ++t)
-      ts.emplace_back([&, t] { g_sink = streams == 4 ? sum4_avx2(parts[t], per_thread) : sum_avx2(parts[t], per_thread); });
+      ts.emplace_back([&, t] {
+        g_sink = streams == 4 ? sum4_avx2(parts[t], per_thread) : sum_avx2(parts[t], per_thread);
+      });
     for (auto& th : ts) th.join();
     const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
     best = std::max(best, double(parts.size() * per_thread * sizeof(float)) / s / 1e9);

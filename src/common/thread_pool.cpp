@@ -71,7 +71,8 @@ void ThreadPool::SpinWait::wait(Done&& done, Sleep&& sleep) {
   // budget that shrank while the pool was idle grows back); a longer one is
   // an idle pool: spin half as long next time, but still a little.
   const int64_t waited = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
-  budget_ns = waited <= limit_ns ? std::min(limit_ns, std::max(2 * budget_ns, waited)) : std::max(min_ns(), budget_ns / 2);
+  budget_ns = waited <= limit_ns ? std::min(limit_ns, std::max(2 * budget_ns, waited))
+                                 : std::max(min_ns(), budget_ns / 2);
 }
 
 int physical_cores() {

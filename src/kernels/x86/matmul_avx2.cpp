@@ -14,16 +14,19 @@
 // (weights decode exactly to float), so they give the same bits:
 //
 // - direct: register tiles of 4 rows x up to 3 tokens (n <= 3) or 3 rows x
-//   up to 4 tokens (n >= 4), weights decoded straight into registers (once
-//   per tile), the next row tile prefetched in tiles of up to 3 tokens;
+//   up to 4 tokens (n >= 4), the rows of a tile a quarter of the range apart
+//   (4 sequential streams: rows_direct_tiles), weights decoded straight into
+//   registers (once per tile), the next row tile prefetched in tiles of up to
+//   3 tokens;
 // - panel (INT4; n >= 8): for 3 rows at a time, each group (or
 //   256-column panel of an unscaled row) is decoded once into an L1 buffer of
 //   floats and then streamed from there for every token, 3 rows x 4 tokens
 //   per register tile (the 3 weight chunks held in registers: 7 loads per 12
-//   FMAs, where 4 x 3 tiles took them as memory operands, 15 loads; best of 8
-//   alternating runs, 4096 x 4096, 1 thread: n = 8 +7-11%, n = 32 even). It pays where decoding costs more than the buffer's
-//   store and reload (measured against 3 x 4 direct tiles: only INT4's decode,
-//   not F32, BF16, FP8 or INT8 with its 32-column groups, and not at n < 8).
+//   FMAs, where 4 x 3 tiles took them as memory operands, 15 loads; best of
+//   8 alternating runs, 4096 x 4096, 1 thread: n = 8 +7-11%, n = 32 even).
+//   It pays where decoding costs more than the buffer's store and reload
+//   (measured against 3 x 4 direct tiles: only INT4's decode, not F32, BF16,
+//   FP8 or INT8 with its 32-column groups, and not at n < 8).
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -114,10 +117,11 @@ struct Fp8Shifted {
   float scale_at(int64_t r, int64_t c) const { return f.s[((f.row0 + r) >> 7) * f.scale_cols + (c >> 7)] * 0x1p56f; }
 };
 
-// blk[i][t] += W[r+i][c, c+8) * x[t0+t][c, c+8) for the 8-column chunks in [c0, c1).
+// blk[i][t] += W[r + i rs][c, c+8) * x[t0+t][c, c+8) for the 8-column chunks in [c0, c1)
+// (rs: the distance between the rows of a tile).
 template <class F, int RT, int TT>
-inline void accumulate(const F& f, int64_t cols, const float* x, int64_t r, int64_t rs, int64_t t0, int64_t c0, int64_t c1,
-                       __m256 (&blk)[RT][TT]) {
+inline void accumulate(const F& f, int64_t cols, const float* x, int64_t r, int64_t rs, int64_t t0, int64_t c0,
+                       int64_t c1, __m256 (&blk)[RT][TT]) {
   int64_t c = c0;
   if constexpr (requires { F::kScaleGroup; }) {  // one scale broadcast per row and group; same sums
     constexpr int64_t G = F::kScaleGroup;
@@ -176,7 +180,8 @@ inline void accumulate(const F& f, int64_t cols, const float* x, int64_t r, int6
 
 // tot[i][t] += blk[i][t] * scale of the group at column c0.
 template <class F, int RT, int TT>
-inline void add_scaled(const F& f, int64_t r, int64_t rs, int64_t c0, const __m256 (&blk)[RT][TT], __m256 (&tot)[RT][TT]) {
+inline void add_scaled(const F& f, int64_t r, int64_t rs, int64_t c0, const __m256 (&blk)[RT][TT],
+                       __m256 (&tot)[RT][TT]) {
   for (int i = 0; i < RT; ++i) {
     const __m256 s = _mm256_set1_ps(f.scale_at(r + i * rs, c0));
     for (int t = 0; t < TT; ++t) tot[i][t] = _mm256_fmadd_ps(blk[i][t], s, tot[i][t]);
@@ -315,7 +320,8 @@ void rows_direct_tiles(const F& f, int64_t cols, const float* x, int64_t n, floa
                                                       RowTiles<F, RT >= 4 ? 4 : 1, TT>::fns};
   const int64_t q = (r1 - r0) / RT;  // rows per stream
   for (int64_t k = 0; k < q; ++k)     // tile k: row r0 + k + i q of each stream i
-    for (int64_t t = 0; t < n; t += TT) RowTiles<F, RT, TT>::fns[min64(TT, n - t) - 1](f, cols, x, y, ldy, r0 + k, q, t);
+    for (int64_t t = 0; t < n; t += TT)
+      RowTiles<F, RT, TT>::fns[min64(TT, n - t) - 1](f, cols, x, y, ldy, r0 + k, q, t);
   const int64_t r = r0 + RT * q;  // the last (r1 - r0) % RT rows: one tile
   if (r < r1)
     for (int64_t t = 0; t < n; t += TT) by_rows[r1 - r - 1][min64(TT, n - t) - 1](f, cols, x, y, ldy, r, 1, t);
