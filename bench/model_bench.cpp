@@ -284,6 +284,26 @@ class Bench {
 // Deterministic prompt tokens (any ids work on random weights).
 int32_t token_of(int64_t seq, int64_t pos, int64_t vocab) { return int32_t((seq * 7919 + pos * 104729 + 1) % vocab); }
 
+// `seqs` prompts of `len` tokens each in one step: the rows, their tokens, and
+// the last row of each sequence (whose logits the engine would sample).
+struct Prompts {
+  Batch batch;
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> heads;
+};
+
+Prompts prompts(int64_t seqs, int64_t len, int64_t vocab) {
+  Prompts p;
+  for (int64_t s = 0; s < seqs; ++s) {
+    for (int64_t pos = 0; pos < len; ++pos) {
+      p.batch.rows.push_back({int32_t(s), int32_t(pos)});
+      p.tokens.push_back(token_of(s, pos, vocab));
+    }
+    p.heads.push_back(int64_t(p.batch.rows.size()) - 1);
+  }
+  return p;
+}
+
 struct Limits {
   double gbps = 0, gflops = 0;  // 0: unknown, fractions left out
 };
@@ -418,19 +438,10 @@ int run(int argc, char** argv) {
   // pages in the mmap'd weights, so it is not timed. --prefill-seqs 0 skips it.
   if (prefill_seqs > 0) {
     KvCache cache(cfg, whole_model(cfg), prefill_seqs, prefill_len);
-    Batch batch;
-    std::vector<int32_t> tokens;
-    std::vector<int64_t> heads;
-    for (int s = 0; s < prefill_seqs; ++s) {
-      for (int p = 0; p < prefill_len; ++p) {
-        batch.rows.push_back({s, p});
-        tokens.push_back(token_of(s, p, V));
-      }
-      heads.push_back(int64_t(batch.rows.size()) - 1);
-    }
-    bench.step(batch, tokens, cache, heads, nullptr);
+    const Prompts p = prompts(prefill_seqs, prefill_len, V);
+    bench.step(p.batch, p.tokens, cache, p.heads, nullptr);
     std::vector<StepStats> runs;
-    for (int r = 0; r < reps; ++r) runs.push_back(bench.step(batch, tokens, cache, heads, nullptr));
+    for (int r = 0; r < reps; ++r) runs.push_back(bench.step(p.batch, p.tokens, cache, p.heads, nullptr));
     nlohmann::json j = summarize(runs, lim, pool.size());
     j["sequences"] = prefill_seqs;
     j["prompt_len"] = prefill_len;
@@ -443,18 +454,9 @@ int run(int argc, char** argv) {
   out["decode"] = nlohmann::json::array();
   for (int B : batches) {
     KvCache cache(cfg, whole_model(cfg), B, context + steps + 1);
-    Batch pre;
-    std::vector<int32_t> tokens;
-    std::vector<int64_t> heads;
-    for (int s = 0; s < B; ++s) {
-      for (int p = 0; p < context; ++p) {
-        pre.rows.push_back({s, p});
-        tokens.push_back(token_of(s, p, V));
-      }
-      heads.push_back(int64_t(pre.rows.size()) - 1);
-    }
+    const Prompts pre = prompts(B, context, V);
     std::vector<int32_t> next;
-    bench.step(pre, tokens, cache, heads, &next);
+    bench.step(pre.batch, pre.tokens, cache, pre.heads, &next);
     std::vector<int64_t> all(static_cast<size_t>(B));
     for (int s = 0; s < B; ++s) all[size_t(s)] = s;
     std::vector<StepStats> runs;

@@ -90,30 +90,47 @@ std::vector<int32_t> expected(const GenerateRequest& r, const std::vector<int64_
   return out;
 }
 
+// Requests r0..r{count-1}: request i has prompt_len(i) tokens ((t*7 + i) % 10)
+// and max_tokens(i).
+template <class PromptLen, class MaxTokens>
+std::vector<GenerateRequest> numbered_requests(int count, PromptLen prompt_len, MaxTokens max_tokens) {
+  std::vector<GenerateRequest> reqs;
+  for (int i = 0; i < count; ++i) {
+    GenerateRequest r;
+    r.id = "r" + std::to_string(i);
+    for (int t = 0; t < prompt_len(i); ++t) r.prompt_token_ids.push_back((t * 7 + i) % 10);
+    r.max_tokens = max_tokens(i);
+    reqs.push_back(r);
+  }
+  return reqs;
+}
+
+// Runs every request through a Generator on `runner`; results by id.
+std::map<std::string, GenerationResult> generate_all(FakeRunner& runner, const ModelConfig& cfg,
+                                                     const GeneratorOptions& opts,
+                                                     const std::vector<GenerateRequest>& reqs) {
+  std::vector<const GenerateRequest*> ptrs;
+  for (auto& r : reqs) ptrs.push_back(&r);
+  Generator gen(runner, cfg, opts);
+  std::map<std::string, GenerationResult> got;
+  gen.run(ptrs, [&](const GenerationResult& r) { got[r.request->id] = r; });
+  return got;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(results_do_not_depend_on_slots_or_step_budget) {
   ModelConfig cfg;
   cfg.eos_token_ids = {10};
-  std::vector<GenerateRequest> reqs;
-  for (int i = 0; i < 9; ++i) {
-    GenerateRequest r;
-    r.id = "r" + std::to_string(i);
-    for (int t = 0; t <= i * 3; ++t) r.prompt_token_ids.push_back((t * 7 + i) % 10);
-    r.max_tokens = (i % 4) * 5;  // includes 0
-    reqs.push_back(r);
-  }
-  std::vector<const GenerateRequest*> ptrs;
-  for (auto& r : reqs) ptrs.push_back(&r);
+  const auto reqs = numbered_requests(9, [](int i) { return i * 3 + 1; },
+                                      [](int i) { return (i % 4) * 5; });  // max_tokens includes 0
   for (int32_t slots : {1, 2, 4, 16}) {
     for (int64_t budget : {1, 3, 256}) {
      for (int in_flight : {1, 2, 3}) {
       FakeRunner runner(slots, 40, in_flight);
       GeneratorOptions opts;
       opts.step_tokens = budget;
-      Generator gen(runner, cfg, opts);
-      std::map<std::string, GenerationResult> got;
-      gen.run(ptrs, [&](const GenerationResult& r) { got[r.request->id] = r; });
+      auto got = generate_all(runner, cfg, opts, reqs);
       BOOST_TEST(runner.consistent);
       BOOST_TEST(runner.max_rows <= slots + budget);
       BOOST_REQUIRE_EQUAL(got.size(), reqs.size());
@@ -169,23 +186,13 @@ BOOST_AUTO_TEST_CASE(request_lines_parse_and_fail_with_messages) {
 BOOST_AUTO_TEST_CASE(kv_pool_limits_admission_not_results) {
   ModelConfig cfg;
   cfg.eos_token_ids = {10};
-  std::vector<GenerateRequest> reqs;
-  for (int i = 0; i < 12; ++i) {
-    GenerateRequest r;
-    r.id = "r" + std::to_string(i);
-    for (int t = 0; t <= (i * 5) % 23; ++t) r.prompt_token_ids.push_back((t * 7 + i) % 10);
-    r.max_tokens = 3 + (i % 4) * 4;
-    reqs.push_back(r);
-  }
-  std::vector<const GenerateRequest*> ptrs;
-  for (auto& r : reqs) ptrs.push_back(&r);
+  const auto reqs = numbered_requests(12, [](int i) { return (i * 5) % 23 + 1; },
+                                      [](int i) { return 3 + (i % 4) * 4; });
   for (int in_flight : {1, 2}) {
     FakeRunner runner(6, 40, in_flight, /*block=*/4, /*pool_blocks=*/10);  // 40 positions for 6 slots
     GeneratorOptions opts;
     opts.step_tokens = 5;
-    Generator gen(runner, cfg, opts);
-    std::map<std::string, GenerationResult> got;
-    gen.run(ptrs, [&](const GenerationResult& r) { got[r.request->id] = r; });
+    auto got = generate_all(runner, cfg, opts, reqs);
     BOOST_TEST(runner.consistent);
     BOOST_TEST(runner.max_held <= 10);
     BOOST_REQUIRE_EQUAL(got.size(), reqs.size());
