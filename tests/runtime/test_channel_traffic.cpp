@@ -104,9 +104,17 @@ BOOST_AUTO_TEST_CASE(flow_control_slow_receiver) {
     }
     BOOST_TEST(ch.stats().send_wait_seconds > 0.0);
   } else if (receiver) {
+    // The ring is full (try_send said so) and only our receives free it, so
+    // the sender's first blocking send must wait for credit -- provided it
+    // gets there before we receive. 2 ms was not enough on a loaded CI
+    // machine (3 ranks, 2 cores, other tests alongside): the sender was off
+    // its core that long and met a free slot. The later naps make the ring
+    // fill again, but a sender may then block inside MPI_Win_flush (targets
+    // that need progress) rather than on credit, so they prove nothing alone.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     uint64_t bad = 0;
     for (uint64_t i = 0; i < kCount; ++i) {
-      if (i % 40 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (i % 40 == 39) std::this_thread::sleep_for(std::chrono::milliseconds(2));
       Message m = ch.recv(peer);
       const size_t expected = i == 0 ? 64 : i == 1 ? 7 : (i % 5 == 0 ? 200 : i % 64);
       if (m.tag != int32_t(i) || m.data.size() != expected || !has_pattern(m.data, seed_of(peer, me, i))) ++bad;
