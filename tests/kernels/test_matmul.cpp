@@ -77,13 +77,16 @@ BOOST_AUTO_TEST_CASE(every_path_matches_float64) {
     for (const Case& c : kCases) {
       BOOST_TEST_CONTEXT(to_string(isa) << " " << format_name(c.format) << " " << c.rows << "x" << c.cols) {
         RandomMatrix W(c.format, c.rows, c.cols, 3);
-        const int64_t n = 5;  // a full token tile and a partial one
-        auto x = random_floats(n * c.cols, 4);
-        std::vector<double> y64, s;
-        matmul_f64(W, x, n, y64, s);
-        std::vector<float> y(size_t(n * c.rows));
-        kernel_table(isa).matmul_rows(W.view(), x.data(), n, y.data(), c.rows, 0, c.rows);
-        check_close(y, y64, s, c.cols);
+        // 5: a full token tile and a partial one; 70: past the AVX2 blocked
+        // path's thresholds and its 64-token blocks.
+        for (int64_t n : {5, 70}) {
+          auto x = random_floats(n * c.cols, 4);
+          std::vector<double> y64, s;
+          matmul_f64(W, x, n, y64, s);
+          std::vector<float> y(size_t(n * c.rows));
+          kernel_table(isa).matmul_rows(W.view(), x.data(), n, y.data(), c.rows, 0, c.rows);
+          BOOST_TEST_CONTEXT("n=" << n) check_close(y, y64, s, c.cols);
+        }
       }
     }
 }
@@ -97,7 +100,7 @@ BOOST_AUTO_TEST_CASE(active_path_is_reported) {
 // Each token computed alone is the truth; in a batch of any size, at any
 // offset among other tokens, it must come out with the same bits.
 BOOST_AUTO_TEST_CASE(bits_independent_of_batch) {
-  const int64_t pool_rows = 70;
+  const int64_t pool_rows = 140;
   for (KernelIsa isa : available_isas())
     for (const Case& c : kCases) {
       BOOST_TEST_CONTEXT(to_string(isa) << " " << format_name(c.format) << " " << c.rows << "x" << c.cols) {
@@ -108,20 +111,22 @@ BOOST_AUTO_TEST_CASE(bits_independent_of_batch) {
         std::vector<float> alone(size_t(pool_rows * c.rows));
         for (int64_t t = 0; t < pool_rows; ++t)
           k.matmul_rows(Wv, &x[size_t(t * c.cols)], 1, &alone[size_t(t * c.rows)], c.rows, 0, c.rows);
-        for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 17, 50, 64})
+        for (int64_t n : {1, 2, 3, 4, 5, 8, 9, 17, 24, 50, 64, 130})
           for (int64_t offset : {int64_t(0), int64_t(5)}) {
             std::vector<float> y(size_t(n * c.rows));
             k.matmul_rows(Wv, &x[size_t(offset * c.cols)], n, y.data(), c.rows, 0, c.rows);
             BOOST_TEST(same_bits(y.data(), &alone[size_t(offset * c.rows)], y.size()), "n=" << n << " offset=" << offset);
           }
         // Any split of the rows (as threads make) gives the same bits.
-        std::vector<float> split(size_t(17 * c.rows));
-        for (int64_t r0 = 0; r0 < c.rows;) {
-          const int64_t r1 = std::min(c.rows, r0 + 1 + (r0 * 7) % 5);
-          k.matmul_rows(Wv, x.data(), 17, split.data(), c.rows, r0, r1);
-          r0 = r1;
+        for (int64_t n : {17, 30}) {
+          std::vector<float> split(size_t(n * c.rows));
+          for (int64_t r0 = 0; r0 < c.rows;) {
+            const int64_t r1 = std::min(c.rows, r0 + 1 + (r0 * 7) % 5);
+            k.matmul_rows(Wv, x.data(), n, split.data(), c.rows, r0, r1);
+            r0 = r1;
+          }
+          BOOST_TEST(same_bits(split.data(), alone.data(), split.size()), "n=" << n);
         }
-        BOOST_TEST(same_bits(split.data(), alone.data(), split.size()));
       }
     }
 }

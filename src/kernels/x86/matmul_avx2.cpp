@@ -7,7 +7,7 @@
 // of 8 (summed in order, times their scale) added last. INT4 decodes straight
 // to weights (q * bf16 scale, exact in float: Int4Weights) and so reduces like
 // an unscaled row: one accumulator over the whole row (a 4 x 3 tile needs 12
-// registers, not 24, and its panel path is a plain float GEMM). INT8 keeps
+// registers, not 24, and its blocked path is a plain float GEMM). INT8 keeps
 // its group accumulators: the extra multiply of the same scheme cost ~15% at
 // n = 1, where INT8 is the decode format that must stream at bandwidth.
 // Both paths below perform exactly these operations on exactly these values
@@ -18,15 +18,11 @@
 //   (4 sequential streams: rows_direct_tiles), weights decoded straight into
 //   registers (once per tile), the next row tile prefetched in tiles of up to
 //   3 tokens;
-// - panel (INT4; n >= 8): for 3 rows at a time, each group (or
-//   256-column panel of an unscaled row) is decoded once into an L1 buffer of
-//   floats and then streamed from there for every token, 3 rows x 4 tokens
-//   per register tile (the 3 weight chunks held in registers: 7 loads per 12
-//   FMAs, where 4 x 3 tiles took them as memory operands, 15 loads; best of
-//   8 alternating runs, 4096 x 4096, 1 thread: n = 8 +7-11%, n = 32 even).
-//   It pays where decoding costs more than the buffer's store and reload
-//   (measured against 3 x 4 direct tiles: only INT4's decode, not F32, BF16,
-//   FP8 or INT8 with its 32-column groups, and not at n < 8).
+// - blocked (FP8 n >= 24, INT4 n >= 16): a GEMM blocking of the same
+//   operations, weights decoded once per block of up to 64 tokens into an
+//   L1 buffer of floats and x repacked, 3 rows x 4 tokens per register tile
+//   with both operands from L1. It pays where the decode is costly (FP8's
+//   conversions, INT4's shifts) and n amortizes the buffer.
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -340,124 +336,204 @@ void rows_direct(const F& f, int64_t cols, const float* x, int64_t n, float* y, 
     rows_direct_tiles<F, 3, kMaxToks>(f, cols, x, n, y, ldy, r0, r1);
 }
 
-// ---- panel path ----
+// ---- blocked path ----
+//
+// For n >= blocked_min_tokens: a GEMM blocking of the same operations, so
+// that each weight is decoded once per block of up to kBlockToks tokens, not
+// once per 4, and both operands of the 3 x 4 register tile come from L1:
+//
+//   for each block of kBlockToks tokens: pack x (below)
+//     for each block of kBlockRows rows: totals[rows][tokens] = 0 (memory)
+//       for each kBlockCols columns: decode the rows' weights to floats (L1)
+//         for each token tile (4), each row tile (3): load the 12 totals,
+//           run the columns (per scale group: from zero, then fused in times
+//           the scale, as everywhere), store them back.
+//
+// x is repacked column block by column block, token tile by token tile, as
+// [8-column chunk][token][8 floats]: the 4 chunks a tile step reads are one
+// contiguous 128 bytes, and a block's x streams from L2 in order.
+// Measured on the direct path (bench_matmul, 1 thread, n = 32): its 3 x 4
+// tiles reach 80% of FMA peak for BF16 but 53% for FP8, whose decode takes
+// the FP pipes the FMAs need, and 47% for INT4.
 
-constexpr int64_t kPanelCols = 256;  // columns per decoded panel of an unscaled row
-constexpr int64_t kTokBlock = 48;    // tokens whose running sums are kept per row tile
-constexpr int kPanelRows = 3, kPanelToks = 4;  // register tile of the panel path
+constexpr int64_t kBlockCols = 256;  // two whole FP8 scale groups
+constexpr int64_t kBlockRows = 12;   // 4 row tiles: 12 KiB of decoded floats (measured: 24 x 128 was slower)
+constexpr int64_t kBlockToks = 64;   // totals: 12 x 64 x 32 B = 24 KiB
+constexpr int kTileRows = 3, kTileToks = 4;
+constexpr int64_t kBlockGroups = kBlockCols / 32;  // scale groups per block row, at most
 
-// Smallest n that takes the panel path (bench_matmul, 4096 x 4096, 1 thread).
-// Against the direct path's 3 x 4 tiles only INT4's costly decode pays for
-// the panel: BF16 direct beat it at every n measured (8..32, e.g. n = 32 2.3 vs
-// 1.5 GB/s), FP8 direct was even with it (n = 8..32), INT4 even at n = 8 and
-// the panel ahead from n = 10 (1.3 vs 1.1 GB/s).
-template <class F>
-constexpr int64_t panel_min_tokens() {
-  return std::is_same_v<F, Int4Weights> ? 8 : INT64_MAX;
+struct alignas(32) Lanes8 {
+  float v[8];
+};
+
+// xp = x[t0, t0 + nt) columns [0, cv), column block by column block (each
+// contiguous: the x a block reads streams from L2 in order), inside a block
+// token tile by token tile (of kTileToks; the last nt % 4), inside a tile
+// [chunk][token][8]. block_x locates a tile.
+inline const float* block_x(const float* xp, int64_t nt, int64_t cv, int64_t c0, int64_t j) {
+  return xp + c0 * nt + j * kTileToks * min64(kBlockCols, cv - c0);
 }
 
-// A whole number of scale groups (FP8: one of 128), or kPanelCols unscaled.
-template <class F>
-constexpr int64_t panel_width() {
-  return F::kGroup == 0 ? kPanelCols : F::kGroup >= 128 ? F::kGroup : 128;
+inline void pack_tokens(const float* x, int64_t cols, int64_t nt, int64_t cv, float* xp) {
+  for (int64_t c0 = 0; c0 < cv; c0 += kBlockCols) {
+    const int64_t kc = min64(kBlockCols, cv - c0);
+    for (int64_t j = 0; j * kTileToks < nt; ++j) {
+      const int64_t tt = min64(kTileToks, nt - j * kTileToks);
+      float* tile = const_cast<float*>(block_x(xp, nt, cv, c0, j));
+      for (int64_t u = 0; u < tt; ++u) {
+        const float* xt = x + (j * kTileToks + u) * cols + c0;
+        for (int64_t c = 0; c < kc; c += 8) _mm256_store_ps(tile + c * tt + u * 8, _mm256_loadu_ps(xt + c));
+      }
+    }
+  }
 }
 
-// buf[i][0, c1 - c0) = W[r+i][c0, c1) decoded (c1 - c0 a multiple of 8).
-template <class F, int RT>
-inline void decode_panel(const F& f, int64_t r, int64_t c0, int64_t c1, float* buf) {
-  constexpr int64_t P = panel_width<F>();
-  for (int i = 0; i < RT; ++i) {
+// Software prefetch of rows [r, r + nr), columns [c0, c1): the block
+// decoded next. Each row is a short run, and a block is more streams than
+// the hardware prefetchers follow.
+template <class F>
+inline void prefetch_block(const F& f, int64_t r, int64_t nr, int64_t c0, int64_t c1) {
+  const uintptr_t len = uintptr_t(c1 - c0) * F::kBits / 8;
+  for (int64_t i = 0; i < nr; ++i) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(f.ptr(r + i, c0));
+    for (uintptr_t o = 0; o < len; o += 64) _mm_prefetch(reinterpret_cast<const char*>(a + o), _MM_HINT_T1);
+  }
+}
+
+// wb[i][0, c1 - c0) = W[r + i][c0, c1) decoded, i < nr (c1 - c0 a multiple of 8).
+template <class F>
+inline void decode_block(const F& f, int64_t r, int64_t nr, int64_t c0, int64_t c1, float* wb) {
+  for (int64_t i = 0; i < nr; ++i) {
+    float* out = wb + i * kBlockCols;  // column k at out[k - c0]
     int64_t c = c0;
     if constexpr (requires { F::kScaleGroup; }) {
       for (; c % F::kScaleGroup == 0 && c + F::kScaleGroup <= c1; c += F::kScaleGroup) {
         const auto s = f.group_scale(r + i, c);
-        for (int64_t k = c; k < c + F::kScaleGroup; k += 8) _mm256_store_ps(buf + i * P + (k - c0), f.load_scaled(r + i, k, s));
+        for (int64_t k = c; k < c + F::kScaleGroup; k += 8) _mm256_store_ps(out + (k - c0), f.load_scaled(r + i, k, s));
       }
     }
     if constexpr (requires(__m256 a) { f.load16(r, c, a, a); }) {
       for (; c + 16 <= c1; c += 16) {
         __m256 lo, hi;
         f.load16(r + i, c, lo, hi);
-        _mm256_store_ps(buf + i * P + (c - c0), lo);
-        _mm256_store_ps(buf + i * P + (c - c0) + 8, hi);
+        _mm256_store_ps(out + (c - c0), lo);
+        _mm256_store_ps(out + (c - c0) + 8, hi);
       }
     }
-    for (; c < c1; c += 8) _mm256_store_ps(buf + i * P + (c - c0), f.load(r + i, c));
+    for (; c < c1; c += 8) _mm256_store_ps(out + (c - c0), f.load(r + i, c));
   }
 }
 
-// acc[i][t] += buf[i][k] * x[t][k] over the chunks of k in [0, len): the RT
-// weight chunks held in registers for the TT tokens (3 + 1 + 3 x 4 = 16 registers).
+// acc[i][u] += wb[i][k] * token u's x[k] over `steps` chunks (token u's
+// chunk k at xt + k xs + 8 u): the RT weight chunks held in registers for
+// the TT tokens (3 + 1 + 3 x 4 = 16 registers).
 template <int RT, int TT>
-inline void panel_tile(const float* buf, int64_t P, const float* x, int64_t ldx, int64_t len,
-                       __m256 (&acc)[RT][TT]) {
-  for (int64_t k = 0; k < len; k += 8) {
+inline void block_steps(const float* wb, const float* xt, int64_t xs, int64_t steps, __m256 (&acc)[RT][TT]) {
+  for (int64_t k = 0; k < steps; ++k) {
     __m256 w[RT];
-    for (int i = 0; i < RT; ++i) w[i] = _mm256_load_ps(buf + i * P + k);
-    for (int t = 0; t < TT; ++t) {
-      const __m256 xv = _mm256_loadu_ps(x + t * ldx + k);
-      for (int i = 0; i < RT; ++i) acc[i][t] = _mm256_fmadd_ps(w[i], xv, acc[i][t]);
+    for (int i = 0; i < RT; ++i) w[i] = _mm256_load_ps(wb + i * kBlockCols + k * 8);
+    for (int u = 0; u < TT; ++u) {
+      const __m256 xv = _mm256_load_ps(xt + k * xs + u * 8);
+      for (int i = 0; i < RT; ++i) acc[i][u] = _mm256_fmadd_ps(w[i], xv, acc[i][u]);
     }
   }
 }
 
-// Rows [r, r + RT) for tokens [t0, t1), t1 - t0 <= kTokBlock.
-template <class F, int RT>
-void rows_panel_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, int64_t r, int64_t t0,
-                     int64_t t1) {
-  constexpr int64_t P = panel_width<F>();
-  alignas(32) float buf[RT * P];
-  __m256 tot[RT][kTokBlock];  // per (row, token): the running 8-lane total
-  const int64_t nt = t1 - t0;
-  for (int i = 0; i < RT; ++i)
-    for (int64_t t = 0; t < nt; ++t) tot[i][t] = _mm256_setzero_ps();
-  const int64_t cv = cols & ~int64_t(7);
-  for (int64_t g = 0; g < cv; g += P) {
-    const int64_t g1 = min64(g + P, cv);
-    decode_panel<F, RT>(f, r, g, g1, buf);
-    auto run = [&]<int TT>(int64_t t) {
-      const float* xt = x + (t0 + t) * cols;
-      if constexpr (F::kGroup == 0) {
-        __m256 acc[RT][TT];
-        for (int i = 0; i < RT; ++i)
-          for (int u = 0; u < TT; ++u) acc[i][u] = tot[i][t + u];
-        panel_tile<RT, TT>(buf, P, xt + g, cols, g1 - g, acc);
-        for (int i = 0; i < RT; ++i)
-          for (int u = 0; u < TT; ++u) tot[i][t + u] = acc[i][u];
-      } else {
-        for (int64_t q = g; q < g1; q += F::kGroup) {  // each scale group of the panel in turn
-          __m256 acc[RT][TT];
-          for (int i = 0; i < RT; ++i)
-            for (int u = 0; u < TT; ++u) acc[i][u] = _mm256_setzero_ps();
-          panel_tile<RT, TT>(buf + (q - g), P, xt + q, cols, min64(q + F::kGroup, g1) - q, acc);
-          for (int i = 0; i < RT; ++i) {
-            const __m256 s = _mm256_set1_ps(f.scale_at(r + i, q));
-            for (int u = 0; u < TT; ++u) tot[i][t + u] = _mm256_fmadd_ps(acc[i][u], s, tot[i][t + u]);
-          }
-        }
+// The columns [c0, c1) of one row tile x token tile: wb its decoded rows,
+// xt its packed tokens at column c0, tot its totals (row stride kBlockToks).
+template <class F, int RT, int TT>
+void block_tile(int64_t c0, int64_t c1, const float* wb, const float* sc, const float* xt, float* tot) {
+  if constexpr (F::kGroup == 0) {
+    __m256 acc[RT][TT];
+    for (int i = 0; i < RT; ++i)
+      for (int u = 0; u < TT; ++u) acc[i][u] = _mm256_load_ps(tot + (i * kBlockToks + u) * 8);
+    block_steps<RT, TT>(wb, xt, TT * 8, (c1 - c0) / 8, acc);
+    for (int i = 0; i < RT; ++i)
+      for (int u = 0; u < TT; ++u) _mm256_store_ps(tot + (i * kBlockToks + u) * 8, acc[i][u]);
+  } else {
+    // Per scale group: the sums from zero in registers, then fused into the
+    // totals in memory (12 more registers would spill). FP8's 16 steps per
+    // group carry that; INT8's 4 would not (it stays on the direct path).
+    for (int64_t g = c0; g < c1; g += F::kGroup) {  // the last group may be partial
+      const int64_t g1 = min64(g + F::kGroup, c1);
+      __m256 acc[RT][TT];
+      for (int i = 0; i < RT; ++i)
+        for (int u = 0; u < TT; ++u) acc[i][u] = _mm256_setzero_ps();
+      block_steps<RT, TT>(wb + (g - c0), xt + (g - c0) * TT, TT * 8, (g1 - g) / 8, acc);
+      for (int i = 0; i < RT; ++i) {
+        const __m256 s = _mm256_broadcast_ss(sc + i * kBlockGroups + (g - c0) / F::kGroup);
+        float* t = tot + i * kBlockToks * 8;
+        for (int u = 0; u < TT; ++u) _mm256_store_ps(t + u * 8, _mm256_fmadd_ps(acc[i][u], s, _mm256_load_ps(t + u * 8)));
       }
-    };
-    int64_t t = 0;
-    for (; t + kPanelToks <= nt; t += kPanelToks) run.template operator()<kPanelToks>(t);
-    if (nt - t == 3) run.template operator()<3>(t);
-    if (nt - t == 2) run.template operator()<2>(t);
-    if (nt - t == 1) run.template operator()<1>(t);
+    }
   }
-  for (int i = 0; i < RT; ++i)
-    for (int64_t t = 0; t < nt; ++t) finish(f, cols, x, y, ldy, r + i, t0 + t, tot[i][t]);
 }
 
 template <class F>
-void rows_panel(const F& f, int64_t cols, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
-                int64_t r1) {
-  for (int64_t t0 = 0; t0 < n; t0 += kTokBlock) {
-    const int64_t t1 = min64(n, t0 + kTokBlock);
-    int64_t r = r0;
-    for (; r + kPanelRows <= r1; r += kPanelRows) rows_panel_tile<F, kPanelRows>(f, cols, x, y, ldy, r, t0, t1);
-    switch (r1 - r) {
-      case 2: rows_panel_tile<F, 2>(f, cols, x, y, ldy, r, t0, t1); break;
-      case 1: rows_panel_tile<F, 1>(f, cols, x, y, ldy, r, t0, t1); break;
-      default: break;
+using BlockTileFn = void (*)(int64_t, int64_t, const float*, const float*, const float*, float*);
+
+template <class F, int RT>
+struct BlockTiles {
+  static constexpr BlockTileFn<F> fns[4] = {block_tile<F, RT, 1>, block_tile<F, RT, 2>, block_tile<F, RT, 3>,
+                                            block_tile<F, RT, 4>};
+};
+
+// Smallest n that takes the blocked path; 0: never. Measured (1 thread,
+// 512 x 2048 and 2048 x 2048, GFLOP/s direct -> blocked): FP8 n = 16 53 ->
+// 50, n = 24 53 -> 54, n = 64 50 -> 59; INT4 n = 12 56 -> 55, n = 16 56 ->
+// 60, n = 64 46 -> 71. Where the decode is cheap the direct tiles stay ahead
+// (BF16 n = 64 73 -> 70, F32 73 -> 63, INT8 55 -> 54; at n = 8 the blocked
+// path's decode into L1 costs as much as the tiles' work: BF16 80 -> 47).
+template <class F>
+constexpr int64_t blocked_min_tokens() {
+  if constexpr (std::is_same_v<F, Fp8Format>) return 24;
+  if constexpr (std::is_same_v<F, Int4Weights>) return 16;
+  return 0;
+}
+
+template <class F>
+void rows_blocked(const F& f, int64_t cols, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
+                  int64_t r1) {
+  static constexpr const BlockTileFn<F>* by_rows[3] = {BlockTiles<F, 1>::fns, BlockTiles<F, 2>::fns,
+                                                       BlockTiles<F, 3>::fns};
+  const int64_t cv = cols & ~int64_t(7);
+  struct Buffers {  // 32-byte aligned (C++17 allocators honour alignof)
+    std::vector<Lanes8> xp, wb, tot;
+    float sc[kBlockRows * kBlockGroups];  // scale of block row i, group j at [i * kBlockGroups + j]
+    float* x() { return xp.data()->v; }
+    float* w() { return wb.data()->v; }
+  };
+  thread_local Buffers b;
+  b.xp.resize(size_t(kBlockToks * cv / 8));
+  b.wb.resize(size_t(kBlockRows * kBlockCols / 8));
+  b.tot.resize(size_t(kBlockRows * kBlockToks));
+  for (int64_t t0 = 0; t0 < n; t0 += kBlockToks) {
+    const int64_t nt = min64(kBlockToks, n - t0);
+    pack_tokens(x + t0 * cols, cols, nt, cv, b.x());
+    for (int64_t rb = r0; rb < r1; rb += kBlockRows) {
+      const int64_t nr = min64(kBlockRows, r1 - rb);
+      for (int64_t i = 0; i < nr; ++i)
+        for (int64_t t = 0; t < nt; ++t) b.tot[size_t(i * kBlockToks + t)] = Lanes8{};
+      for (int64_t c0 = 0; c0 < cv; c0 += kBlockCols) {
+        const int64_t c1 = min64(c0 + kBlockCols, cv);
+        if (c1 < cv)  // the next block: these rows' next columns, or the next rows' first
+          prefetch_block(f, rb, nr, c1, min64(c1 + kBlockCols, cv));
+        else if (rb + nr < r1)
+          prefetch_block(f, rb + nr, min64(kBlockRows, r1 - rb - nr), 0, min64(kBlockCols, cv));
+        decode_block(f, rb, nr, c0, c1, b.w());
+        if constexpr (F::kGroup != 0)
+          for (int64_t i = 0; i < nr; ++i)
+            for (int64_t g = c0; g < c1; g += F::kGroup) b.sc[i * kBlockGroups + (g - c0) / F::kGroup] = f.scale_at(rb + i, g);
+        for (int64_t j = 0; j * kTileToks < nt; ++j) {
+          const int64_t tt = min64(kTileToks, nt - j * kTileToks);
+          const float* xt = block_x(b.x(), nt, cv, c0, j);
+          for (int64_t i = 0; i < nr; i += kTileRows)
+            by_rows[min64(kTileRows, nr - i) - 1][tt - 1](c0, c1, b.w() + i * kBlockCols, b.sc + i * kBlockGroups, xt,
+                                                          b.tot[size_t(i * kBlockToks + j * kTileToks)].v);
+        }
+      }
+      for (int64_t t = 0; t < nt; ++t)  // token by token: the nr outputs of a token share cache lines
+        for (int64_t i = 0; i < nr; ++i) finish(f, cols, x, y, ldy, rb + i, t0 + t, _mm256_load_ps(b.tot[size_t(i * kBlockToks + t)].v));
     }
   }
 }
@@ -466,10 +542,10 @@ void rows_panel(const F& f, int64_t cols, const float* x, int64_t n, float* y, i
 
 void matmul_rows(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0, int64_t r1) {
   auto run = [&](const auto& f) {
-    if (n < panel_min_tokens<std::decay_t<decltype(f)>>())
-      rows_direct(f, W.cols, x, n, y, ldy, r0, r1);
-    else
-      rows_panel(f, W.cols, x, n, y, ldy, r0, r1);
+    using F = std::decay_t<decltype(f)>;
+    if constexpr (blocked_min_tokens<F>() > 0)
+      if (n >= blocked_min_tokens<F>()) return rows_blocked(f, W.cols, x, n, y, ldy, r0, r1);
+    rows_direct(f, W.cols, x, n, y, ldy, r0, r1);
   };
   with_decoder(W, [&](const auto& f) {
     using F = std::decay_t<decltype(f)>;
