@@ -343,7 +343,7 @@ void rows_direct(const F& f, int64_t cols, const float* x, int64_t n, float* y, 
 // once per 4, and both operands of the 3 x 4 register tile come from L1:
 //
 //   for each block of kBlockToks tokens: pack x (below)
-//     for each block of kBlockRows rows: totals[rows][tokens] = 0 (memory)
+//     for each block of kBlockRows rows: totals[rows][tokens] (memory)
 //       for each kBlockCols columns: decode the rows' weights to floats (L1)
 //         for each token tile (4), each row tile (3): load the 12 totals,
 //           run the columns (per scale group: from zero, then fused in times
@@ -441,12 +441,14 @@ inline void block_steps(const float* wb, const float* xt, int64_t xs, int64_t st
 
 // The columns [c0, c1) of one row tile x token tile: wb its decoded rows,
 // xt its packed tokens at column c0, tot its totals (row stride kBlockToks).
+// The totals start at zero (c0 == 0: +0, as a stored zero would load).
 template <class F, int RT, int TT>
 void block_tile(int64_t c0, int64_t c1, const float* wb, const float* sc, const float* xt, float* tot) {
+  auto total = [&](int i, int u) { return c0 == 0 ? _mm256_setzero_ps() : _mm256_load_ps(tot + (i * kBlockToks + u) * 8); };
   if constexpr (F::kGroup == 0) {
     __m256 acc[RT][TT];
     for (int i = 0; i < RT; ++i)
-      for (int u = 0; u < TT; ++u) acc[i][u] = _mm256_load_ps(tot + (i * kBlockToks + u) * 8);
+      for (int u = 0; u < TT; ++u) acc[i][u] = total(i, u);
     block_steps<RT, TT>(wb, xt, TT * 8, (c1 - c0) / 8, acc);
     for (int i = 0; i < RT; ++i)
       for (int u = 0; u < TT; ++u) _mm256_store_ps(tot + (i * kBlockToks + u) * 8, acc[i][u]);
@@ -462,8 +464,10 @@ void block_tile(int64_t c0, int64_t c1, const float* wb, const float* sc, const 
       block_steps<RT, TT>(wb + (g - c0), xt + (g - c0) * TT, TT * 8, (g1 - g) / 8, acc);
       for (int i = 0; i < RT; ++i) {
         const __m256 s = _mm256_broadcast_ss(sc + i * kBlockGroups + (g - c0) / F::kGroup);
-        float* t = tot + i * kBlockToks * 8;
-        for (int u = 0; u < TT; ++u) _mm256_store_ps(t + u * 8, _mm256_fmadd_ps(acc[i][u], s, _mm256_load_ps(t + u * 8)));
+        for (int u = 0; u < TT; ++u) {
+          const __m256 t = g == 0 ? _mm256_setzero_ps() : _mm256_load_ps(tot + (i * kBlockToks + u) * 8);
+          _mm256_store_ps(tot + (i * kBlockToks + u) * 8, _mm256_fmadd_ps(acc[i][u], s, t));
+        }
       }
     }
   }
@@ -512,8 +516,9 @@ void rows_blocked(const F& f, int64_t cols, const float* x, int64_t n, float* y,
     pack_tokens(x + t0 * cols, cols, nt, cv, b.x());
     for (int64_t rb = r0; rb < r1; rb += kBlockRows) {
       const int64_t nr = min64(kBlockRows, r1 - rb);
-      for (int64_t i = 0; i < nr; ++i)
-        for (int64_t t = 0; t < nt; ++t) b.tot[size_t(i * kBlockToks + t)] = Lanes8{};
+      if (cv == 0)  // no column block to start the totals (cols < 8: only the tail)
+        for (int64_t i = 0; i < nr; ++i)
+          for (int64_t t = 0; t < nt; ++t) b.tot[size_t(i * kBlockToks + t)] = Lanes8{};
       for (int64_t c0 = 0; c0 < cv; c0 += kBlockCols) {
         const int64_t c1 = min64(c0 + kBlockCols, cv);
         if (c1 < cv)  // the next block: these rows' next columns, or the next rows' first
