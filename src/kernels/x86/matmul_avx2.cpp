@@ -18,7 +18,7 @@
 //   (4 sequential streams: rows_direct_tiles), weights decoded straight into
 //   registers (once per tile), the next row tile prefetched in tiles of up to
 //   3 tokens;
-// - blocked (FP8 n >= 24, INT4 n >= 16): a GEMM blocking of the same
+// - blocked (FP8, INT4; n >= 12): a GEMM blocking of the same
 //   operations, weights decoded once per block of up to 64 tokens into an
 //   L1 buffer of floats and x repacked, 3 rows x 4 tokens per register tile
 //   with both operands from L1. It pays where the decode is costly (FP8's
@@ -483,15 +483,16 @@ struct BlockTiles {
 };
 
 // Smallest n that takes the blocked path; 0: never. Measured (1 thread,
-// 512 x 2048 and 2048 x 2048, GFLOP/s direct -> blocked): FP8 n = 16 53 ->
-// 50, n = 24 53 -> 54, n = 64 50 -> 59; INT4 n = 12 56 -> 55, n = 16 56 ->
-// 60, n = 64 46 -> 71. Where the decode is cheap the direct tiles stay ahead
-// (BF16 n = 64 73 -> 70, F32 73 -> 63, INT8 55 -> 54; at n = 8 the blocked
-// path's decode into L1 costs as much as the tiles' work: BF16 80 -> 47).
+// 512 x 2048, GFLOP/s direct -> blocked, alternating runs): FP8 n = 8 53 ->
+// 50, n = 12 52 -> 54, n = 16 52 -> 55, n = 20 50 -> 62, n = 64 50 -> 68;
+// INT4 n = 8 54 -> 50, n = 12 53 -> 55, n = 16 50 -> 60, n = 64 46 -> 71.
+// Where the decode is cheap the direct tiles stay ahead or even (n = 32:
+// BF16 77 -> 69, F32 67 -> 66, INT8 52 -> 44: its 32-column groups load,
+// fuse and store the totals every 4 steps).
 template <class F>
 constexpr int64_t blocked_min_tokens() {
-  if constexpr (std::is_same_v<F, Fp8Format>) return 24;
-  if constexpr (std::is_same_v<F, Int4Weights>) return 16;
+  if constexpr (std::is_same_v<F, Fp8Format>) return 12;
+  if constexpr (std::is_same_v<F, Int4Weights>) return 12;
   return 0;
 }
 
