@@ -177,12 +177,17 @@ for fmt in args.formats.split(","):
         checks["b1_tokens_per_s"] = dec[1]["tokens_per_s"]
         if 16 in dec:
             checks["b16_over_b1"] = dec[16]["tokens_per_s"] / dec[1]["tokens_per_s"]
+            # The most b16/b1 could be with this batch-1 rate: batch 16 at the
+            # FMA peak (its FLOP per token over the peak).
+            if dec[16].get("gflops"):
+                flop_per_token = dec[16]["gflops"] / dec[16]["tokens_per_s"]
+                checks["b16_over_b1_at_peak"] = float(peak) / flop_per_token / dec[1]["tokens_per_s"]
     m["targets"] = checks
     result["model"][fmt] = m
 
 # ---- the targets, as measured ratios next to their goals
 print("\ntargets (measured / goal):")
-print(f"{'format':7} {'b1 of BW':>14} {'b1 tokens/s':>16} {'b16/b1':>12} {'prefill of pk':>16}")
+print(f"{'format':7} {'b1 of BW':>14} {'b1 tokens/s':>16} {'b16/b1':>12} {'at FMA peak':>12} {'prefill of pk':>16}")
 for fmt, m in result["model"].items():
     if m == "unavailable":
         continue
@@ -190,8 +195,10 @@ for fmt, m in result["model"].items():
     b1, ratio = t.get("b1_tokens_per_s"), t.get("b16_over_b1")
     b1_text = (f"{b1:.1f}" if b1 else "-") + (" / 72" if fmt == "int8" else "")
     ratio_text = (f"{ratio:.1f}x" if ratio else "-") + " / 6x"
+    ceiling = t.get("b16_over_b1_at_peak")
     print(f"{fmt:7} {pct(t.get('b1_bandwidth_fraction')) + ' / 80%':>14} {b1_text:>16} {ratio_text:>12} "
-          f"{pct(t.get('prefill_peak_fraction')) + ' / 50%':>16}")
+          f"{(f'<= {ceiling:.1f}x' if ceiling else '-'):>12} {pct(t.get('prefill_peak_fraction')) + ' / 50%':>16}")
+print("(at FMA peak: the most batch 16 / batch 1 could be with this batch-1 rate, batch 16 running at the FMA peak)")
 if args.json:
     with open(args.json, "w") as f:
         json.dump(result, f, indent=2)
