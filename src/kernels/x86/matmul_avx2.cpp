@@ -505,8 +505,8 @@ void rows_blocked(const F& f, int64_t cols, const float* x, int64_t n, float* y,
   struct Buffers {  // 32-byte aligned (C++17 allocators honour alignof)
     std::vector<Lanes8> xp, wb, tot;
     float sc[kBlockRows * kBlockGroups];  // scale of block row i, group j at [i * kBlockGroups + j]
-    float* x() { return xp.data()->v; }
-    float* w() { return wb.data()->v; }
+    float* x() { return reinterpret_cast<float*>(xp.data()); }  // (empty when cols < 8)
+    float* w() { return reinterpret_cast<float*>(wb.data()); }
   };
   thread_local Buffers b;
   b.xp.resize(size_t(kBlockToks * cv / 8));
