@@ -5,6 +5,7 @@
 
 #include "engine/generator.hpp"
 #include "engine/request.hpp"
+#include "generate_all.hpp"
 
 using namespace trillion;
 
@@ -105,18 +106,6 @@ std::vector<GenerateRequest> numbered_requests(int count, PromptLen prompt_len, 
   return reqs;
 }
 
-// Runs every request through a Generator on `runner`; results by id.
-std::map<std::string, GenerationResult> generate_all(FakeRunner& runner, const ModelConfig& cfg,
-                                                     const GeneratorOptions& opts,
-                                                     const std::vector<GenerateRequest>& reqs) {
-  std::vector<const GenerateRequest*> ptrs;
-  for (auto& r : reqs) ptrs.push_back(&r);
-  Generator gen(runner, cfg, opts);
-  std::map<std::string, GenerationResult> got;
-  gen.run(ptrs, [&](const GenerationResult& r) { got[r.request->id] = r; });
-  return got;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(results_do_not_depend_on_slots_or_step_budget) {
@@ -130,7 +119,7 @@ BOOST_AUTO_TEST_CASE(results_do_not_depend_on_slots_or_step_budget) {
       FakeRunner runner(slots, 40, in_flight);
       GeneratorOptions opts;
       opts.step_tokens = budget;
-      auto got = generate_all(runner, cfg, opts, reqs);
+      auto got = test::generate_all(runner, cfg, opts, reqs);
       BOOST_TEST(runner.consistent);
       BOOST_TEST(runner.max_rows <= slots + budget);
       BOOST_REQUIRE_EQUAL(got.size(), reqs.size());
@@ -192,7 +181,7 @@ BOOST_AUTO_TEST_CASE(kv_pool_limits_admission_not_results) {
     FakeRunner runner(6, 40, in_flight, /*block=*/4, /*pool_blocks=*/10);  // 40 positions for 6 slots
     GeneratorOptions opts;
     opts.step_tokens = 5;
-    auto got = generate_all(runner, cfg, opts, reqs);
+    auto got = test::generate_all(runner, cfg, opts, reqs);
     BOOST_TEST(runner.consistent);
     BOOST_TEST(runner.max_held <= 10);
     BOOST_REQUIRE_EQUAL(got.size(), reqs.size());

@@ -5,6 +5,7 @@
 
 #include "engine/generator.hpp"
 #include "engine/stop_strings.hpp"
+#include "generate_all.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 using namespace trillion;
@@ -85,15 +86,10 @@ std::map<std::string, GenerationResult> run(const std::vector<Case>& cases, Mode
     reqs.push_back(r);
     scripts.push_back(cases[k].script);
   }
-  std::vector<const GenerateRequest*> ptrs;
-  for (auto& r : reqs) ptrs.push_back(&r);
   ScriptRunner runner(scripts);
   GeneratorOptions o;
   o.text_stream = [] { return std::make_unique<Stream>(); };
-  Generator gen(runner, cfg, o);
-  std::map<std::string, GenerationResult> got;
-  gen.run(ptrs, [&](const GenerationResult& g) { got[g.request->id] = g; });
-  return got;
+  return test::generate_all(runner, cfg, o, reqs);
 }
 
 }  // namespace
