@@ -214,14 +214,17 @@ inline void finish(const F& f, int64_t cols, const float* x, float* y, int64_t l
 // hardware prefetcher restarts at every 4 KiB page, and a row tile reads RT
 // streams that each cross pages often. The address is computed as an
 // integer: past the last row it is never dereferenced (prefetches do not fault).
+template <_mm_hint Hint>
+inline void prefetch_lines(uintptr_t a, uintptr_t len) {
+  for (uintptr_t o = 0; o < len; o += 64) _mm_prefetch(reinterpret_cast<const char*>(a + o), Hint);
+}
+
 template <class F, int RT>
 inline void prefetch_next_tile(const F& f, int64_t cols, int64_t r, int64_t rs, int64_t c0, int64_t c1) {
   const uintptr_t next = uintptr_t(rs == 1 ? RT : 1) * uintptr_t(cols) * F::kBits / 8;
   const uintptr_t len = uintptr_t(c1 - c0) * F::kBits / 8;
-  for (int i = 0; i < RT; ++i) {
-    const uintptr_t a = reinterpret_cast<uintptr_t>(f.ptr(r + i * rs, c0)) + next;
-    for (uintptr_t o = 0; o < len; o += 64) _mm_prefetch(reinterpret_cast<const char*>(a + o), _MM_HINT_T0);
-  }
+  for (int i = 0; i < RT; ++i)
+    prefetch_lines<_MM_HINT_T0>(reinterpret_cast<uintptr_t>(f.ptr(r + i * rs, c0)) + next, len);
 }
 
 template <class F, int RT, int TT>
@@ -394,10 +397,7 @@ inline void pack_tokens(const float* x, int64_t cols, int64_t nt, int64_t cv, fl
 template <class F>
 inline void prefetch_block(const F& f, int64_t r, int64_t nr, int64_t c0, int64_t c1) {
   const uintptr_t len = uintptr_t(c1 - c0) * F::kBits / 8;
-  for (int64_t i = 0; i < nr; ++i) {
-    const uintptr_t a = reinterpret_cast<uintptr_t>(f.ptr(r + i, c0));
-    for (uintptr_t o = 0; o < len; o += 64) _mm_prefetch(reinterpret_cast<const char*>(a + o), _MM_HINT_T1);
-  }
+  for (int64_t i = 0; i < nr; ++i) prefetch_lines<_MM_HINT_T1>(reinterpret_cast<uintptr_t>(f.ptr(r + i, c0)), len);
 }
 
 // wb[i][0, c1 - c0) = W[r + i][c0, c1) decoded, i < nr (c1 - c0 a multiple of 8).
