@@ -3,17 +3,15 @@
 #include <ctime>
 #include <filesystem>
 #include <cstdio>
-#include <variant>
 
-#include "app/commands.hpp"
+#include "app/batch_files.hpp"
 #include "app/cluster.hpp"
+#include "app/commands.hpp"
 #include "app/prompt_codec.hpp"
-#include "common/error.hpp"
-#include "engine/generator.hpp"
-#include "engine/jsonl.hpp"
-#include "engine/request.hpp"
-#include "engine/result_format.hpp"
-#include "engine/run_progress.hpp"
+#include "requests/request_checks.hpp"
+#include "requests/result_format.hpp"
+#include "scheduler/run_progress.hpp"
+#include "scheduler/scheduler.hpp"
 
 namespace po = boost::program_options;
 
@@ -21,53 +19,38 @@ namespace trillion::app {
 
 namespace {
 
-int generate_on_rank0(Cluster& cluster, const RunOptions& ro, const std::string& prompts, const std::string& output,
-                      bool restart, bool strict) {
-  StepRunner& runner = cluster.runner();
-  const auto lines = read_jsonl_lines(prompts);
+nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const RunOptions& ro, const BatchPaths& paths) {
   std::vector<Parsed<GenerateRequest>> parsed;
-  for (const auto& l : lines) parsed.push_back(parse_generate_request(l, runner.vocab_size(), runner.max_len()));
+  for (const auto& l : read_jsonl_lines(paths.input))
+    parsed.push_back(parse_generate_request(l, runner.vocab_size(), runner.max_len()));
   settle_error_forms(parsed);
   // Text and messages prompts go through the model directory's tokenizer and chat template.
   const TextSupport text = load_text_support(ro.model_dir);
-  if (!text.note.empty()) std::fprintf(stderr, "trillion generate: %s\n", text.note.c_str());
+  if (!text.note.empty()) std::fprintf(stderr, "%s: %s\n", paths.command, text.note.c_str());
   tokenize_prompts(parsed, &text.codec, runner.vocab_size(), runner.max_len());
-  reject_unfittable(parsed, runner.max_len(), runner.kv_block_tokens(), runner.kv_pool_blocks());
-  reject_duplicate_ids(parsed);
-  if (strict) {
-    if (std::string e = first_error(parsed, prompts); !e.empty()) throw InputError(e + " (--strict)");
-  }
-  const size_t total = parsed.size();
-  const int64_t skipped = drop_finished(parsed, prepare_output(output, restart, "trillion generate"));
-  if (skipped)
-    std::fprintf(stderr, "trillion generate: resuming: %lld of %zu requests already in %s\n", (long long)skipped,
-                 total, output.c_str());
-
-  JsonlWriter out(output, /*append=*/!restart);
-  int64_t errors = 0;
-  const std::vector<const GenerateRequest*> runnable = runnable_requests(parsed, out, "trillion generate", prompts, &errors);
-  RunProgress progress("trillion generate", int64_t(runnable.size()));
+  reject_unfittable(parsed, runner.max_len(), runner.kv_pools());
+  BatchFiles<GenerateRequest> files = open_batch(parsed, paths);
+  RunProgress progress(paths.command, int64_t(files.runnable.size()));
   ResultContext ctx;
   ctx.model = std::filesystem::path(ro.model_dir).lexically_normal().filename().string();
   if (ctx.model.empty()) ctx.model = std::filesystem::path(ro.model_dir).lexically_normal().parent_path().filename().string();
   ctx.created = int64_t(std::time(nullptr));
   ctx.decode = text.decode;
 
-  GeneratorOptions gopts;
-  gopts.step_tokens = ro.step_tokens;
-  gopts.text_stream = text.text_stream;  // stop strings are matched here, on rank 0, which runs the generator
+  SchedulerOptions sopts;
+  sopts.step_tokens = ro.step_tokens;
+  sopts.text_stream = text.text_stream;  // stop strings are matched here, on rank 0, which runs the scheduler
   int64_t generated = 0, done = 0;
   const auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  const Generator* gen_ptr = nullptr;
+  const Scheduler* sched = nullptr;
   // The run's figures so far (running --metrics updates) or at the end.
   auto figures = [&] {
-    const GeneratorStats& st = gen_ptr->stats();
+    const SchedulerStats& st = sched->stats();
     const double wall = seconds();
     return nlohmann::json{
         {"command", "generate"},
-        {"requests", {{"total", total}, {"errors", errors}, {"skipped", skipped}, {"done", done},
-                      {"to_run", runnable.size()}}},
+        {"requests", files.requests_json(done)},
         {"steps", st.steps},
         {"tokens", {{"prefill", st.prefill_tokens}, {"decode", st.decode_tokens}, {"generated", generated}}},
         {"seconds", {{"generation", wall}, {"prefill_steps", st.prefill_seconds}, {"decode_steps", st.decode_seconds}}},
@@ -76,12 +59,12 @@ int generate_on_rank0(Cluster& cluster, const RunOptions& ro, const std::string&
           {"decode", st.decode_seconds > 0 ? double(st.decode_tokens) / st.decode_seconds : 0.0},
           {"generated", wall > 0 ? double(generated) / wall : 0.0}}}};
   };
-  gopts.after_step = [&] { cluster.progress_metrics(figures); };
-  Generator gen(runner, cluster.config(), gopts);
-  gen_ptr = &gen;
-  gen.run(runnable, [&](const GenerationResult& r) {
+  sopts.after_step = [&] { cluster.progress_metrics(figures); };
+  Scheduler scheduler(runner, cluster.config(), sopts);
+  sched = &scheduler;
+  scheduler.run(files.runnable, [&](const GenerationResult& r) {
     const int64_t completion = int64_t(r.token_ids.size());
-    out.write(result_record(r, ctx));
+    files.out->write(result_record(r, ctx));
     generated += completion;
     ++done;
     progress.request_done(completion);
@@ -89,40 +72,33 @@ int generate_on_rank0(Cluster& cluster, const RunOptions& ro, const std::string&
   progress.finish();
   const nlohmann::json fig = figures();
   std::fprintf(stderr,
-               "trillion generate: %zu requests (%lld errors); %lld prompt tokens, %lld generated in %.2f s "
+               "%s: %zu requests (%lld errors); %lld prompt tokens, %lld generated in %.2f s "
                "(%.1f generated tokens/s)\n",
-               runnable.size(), (long long)errors, (long long)gen.stats().prefill_tokens, (long long)generated,
+               paths.command, files.runnable.size(), (long long)files.errors,
+               (long long)scheduler.stats().prefill_tokens, (long long)generated,
                fig["seconds"]["generation"].get<double>(), fig["tokens_per_second"]["generated"].get<double>());
-  cluster.finish(fig);
-  return 0;
+  return fig;
 }
 
 }  // namespace
 
 int run_generate(const Args& args) {
   RunOptions ro;
-  std::string prompts, output;
-  bool restart = false, strict = false;
+  BatchPaths paths;
+  paths.command = "trillion generate";
   po::options_description desc("options");
   add_run_options(desc, ro);
   desc.add_options()
-      ("prompts", po::value(&prompts)->required(),
+      ("prompts", po::value(&paths.input)->required(),
        "requests, JSONL: {\"id\", \"prompt_token_ids\": [...], \"max_tokens\": N, sampling...} or OpenAI Batch lines")
-      ("output", po::value(&output)->required(),
+      ("output", po::value(&paths.output)->required(),
        "results, JSONL (one line per request); an existing file is resumed: requests with a result are skipped")
-      ("restart", po::bool_switch(&restart), "overwrite --output instead of resuming it")
-      ("strict", po::bool_switch(&strict), "abort on the first bad request line instead of writing an error record");
+      ("restart", po::bool_switch(&paths.restart), "overwrite --output instead of resuming it")
+      ("strict", po::bool_switch(&paths.strict), "abort on the first bad request line instead of writing an error record");
   if (!parse_args(args, "usage: trillion generate --model DIR --prompts REQ.jsonl --output RES.jsonl", desc))
     return 0;
   Cluster cluster(ro);
-  return cluster.guarded([&] {
-    if (!cluster.coordinator()) {
-      cluster.serve();
-      cluster.finish({});
-      return 0;
-    }
-    return generate_on_rank0(cluster, ro, prompts, output, restart, strict);
-  });
+  return cluster.run([&](StepRunner& runner) { return generate_on_rank0(cluster, runner, ro, paths); });
 }
 
 }  // namespace trillion::app

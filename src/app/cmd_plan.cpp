@@ -12,6 +12,7 @@
 #include "app/run_options.hpp"
 #include "common/error.hpp"
 #include "model/kv_cache.hpp"
+#include "model/kv_pools.hpp"
 #include "plan/hostfile.hpp"
 #include "plan/layout.hpp"
 #include "store/manifest.hpp"
@@ -64,14 +65,14 @@ int run_plan(const Args& args) {
   const ParallelMode mode = parse_parallel_mode(parallel);
   const Layout layout = make_layout(cfg, model_sizes(cfg, man), mode, ranks, stages);
 
-  // KV cache per rank: its pool of blocks (KvCache::pool_blocks, as the run allocates it) over its layers.
+  // KV cache per rank: its pool of blocks (KvPools::pool_blocks, as the run allocates it) over its layers.
   nlohmann::json j = {{"model", model_dir}, {"parallel", to_string(mode)}, {"ranks", ranks}};
   std::map<std::string, std::set<std::string>> files_by_host;
   for (int r = 0; r < ranks; ++r) {
     const RankShare& s = layout.ranks[size_t(r)];
     const int64_t slots = mode == ParallelMode::expert ? (kv_slots - r + ranks - 1) / ranks : kv_slots;
     const int64_t kv = KvCache::pool_bytes(
-        cfg, s.layers.size(), KvCache::pool_blocks(int32_t(std::max<int64_t>(slots, 1)), kv_len, kv_tokens));
+        cfg, s.layers.size(), KvPools::pool_blocks(int32_t(std::max<int64_t>(slots, 1)), kv_len, kv_tokens));
     const auto files = share_files(cfg, man, s);
     const std::string host = hosts.empty() ? "" : hosts[size_t(r)];
     for (const auto& f : files) files_by_host[host.empty() ? "rank " + std::to_string(r) : host].insert(f);

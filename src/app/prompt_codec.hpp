@@ -1,13 +1,13 @@
 // Text prompts and chat messages for `generate`: the model directory's
-// tokenizer and chat template, wrapped as the engine's PromptCodec and
-// TokenDecoder callbacks (the engine itself depends on neither).
+// tokenizer and chat template, wrapped as the request checks' PromptCodec and
+// TokenDecoder callbacks (requests/ and scheduler/ depend on neither).
 #pragma once
 #include <memory>
 #include <string>
 
-#include "engine/request.hpp"
-#include "engine/result_format.hpp"
-#include "engine/stop_strings.hpp"
+#include "requests/request_checks.hpp"
+#include "requests/result_format.hpp"
+#include "scheduler/stop_strings.hpp"
 
 namespace trillion::app {
 

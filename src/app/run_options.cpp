@@ -45,13 +45,4 @@ bool parse_args(const std::vector<std::string>& args, const char* usage, po::opt
   return true;
 }
 
-FinishedResults prepare_output(const std::string& path, bool restart, const char* command) {
-  if (restart) return {};
-  FinishedResults f = recover_results(path);
-  if (f.torn_bytes)
-    std::fprintf(stderr, "%s: %s: cut a torn last line (%lld bytes) left by an interrupted run\n", command,
-                 path.c_str(), (long long)f.torn_bytes);
-  return f;
-}
-
 }  // namespace trillion::app

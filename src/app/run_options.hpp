@@ -6,7 +6,6 @@
 #include <vector>
 
 #include <boost/program_options.hpp>
-#include "engine/resume.hpp"
 
 namespace trillion::app {
 
@@ -31,10 +30,5 @@ void add_run_options(boost::program_options::options_description& desc, RunOptio
 bool parse_args(const std::vector<std::string>& args, const char* usage,
                 boost::program_options::options_description& desc,
                 boost::program_options::positional_options_description* positional = nullptr);
-
-// The result file of a batch command. Without `restart`, the records of an
-// earlier run are kept (a torn last line cut, reported on stderr) and the
-// run appends; with it, the file is started afresh.
-FinishedResults prepare_output(const std::string& path, bool restart, const char* command);
 
 }  // namespace trillion::app

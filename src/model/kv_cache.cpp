@@ -7,10 +7,6 @@
 
 namespace trillion {
 
-int64_t KvCache::pool_blocks(int32_t slots, int32_t max_len, int64_t tokens) {
-  return tokens > 0 ? blocks_for(tokens) : int64_t(std::max(slots, 0)) * blocks_for(std::max(max_len, 0));
-}
-
 int64_t KvCache::pool_bytes(const ModelConfig& cfg, int64_t layers, int64_t blocks) {
   return int64_t(sizeof(float)) * (cfg.kv_lora_rank + cfg.qk_rope_head_dim) * layers * blocks * kBlockTokens;
 }
@@ -22,7 +18,7 @@ KvCache::KvCache(const ModelConfig& cfg, const LayerRange& range, int32_t slots,
   if (slots < 0 || max_len < 0 || layers_ < 0 || capacity_tokens < 0)
     throw Error("KvCache: negative size (slots " + std::to_string(slots) + ", max_len " +
                 std::to_string(max_len) + ", capacity " + std::to_string(capacity_tokens) + ")");
-  blocks_ = pool_blocks(slots, max_len, capacity_tokens);
+  blocks_ = KvPools::pool_blocks(slots, max_len, capacity_tokens);
   if (blocks_ > INT32_MAX) throw Error("KvCache: too many blocks (" + std::to_string(blocks_) + ")");
   table_.resize(size_t(slots));
   free_.resize(size_t(blocks_));

@@ -18,24 +18,20 @@
 
 #include "config/model_config.hpp"
 #include "model/batch.hpp"
+#include "model/kv_pools.hpp"
 #include "model/layer_range.hpp"
 
 namespace trillion {
 
 class KvCache {
  public:
-  static constexpr int32_t kBlockTokens = 64;
+  static constexpr int32_t kBlockTokens = KvPools::kBlockTokens;
 
-  // Blocks of a pool holding `tokens` positions (rounded up to blocks); 0 tokens:
-  // enough for every slot to fill max_len positions (the unpaged capacity).
-  static int64_t pool_blocks(int32_t slots, int32_t max_len, int64_t tokens);
-  // Blocks a sequence of `positions` positions takes.
-  static int64_t blocks_for(int64_t positions) { return (positions + kBlockTokens - 1) / kBlockTokens; }
   // Bytes of a pool of `blocks` blocks over `layers` layers.
   static int64_t pool_bytes(const ModelConfig& cfg, int64_t layers, int64_t blocks);
 
   // Slots x max_len addressable positions for the layers of `range`, backed by
-  // pool_blocks(slots, max_len, capacity_tokens) blocks.
+  // KvPools::pool_blocks(slots, max_len, capacity_tokens) blocks.
   KvCache(const ModelConfig& cfg, const LayerRange& range, int32_t slots, int32_t max_len,
           int64_t capacity_tokens = 0);
 
@@ -47,7 +43,7 @@ class KvCache {
 
   // Before a batch's layers run: frees the blocks of batch.released slots,
   // then gives every row's position a block. Throws Error when the pool runs
-  // dry (the generator reserves blocks at admission so it never does).
+  // dry (the scheduler reserves blocks at admission so it never does).
   void prepare(const Batch& batch);
   void release(int32_t slot);
 

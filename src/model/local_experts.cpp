@@ -10,13 +10,13 @@
 namespace trillion {
 
 LocalExperts::LocalExperts(const ModelConfig& cfg, const LayerRange& range, TensorSource& source, ThreadPool& pool)
-    : LocalExperts(cfg, range, source, pool, ExpertSpan{0, cfg.n_routed_experts}) {}
+    : LocalExperts(cfg, range, source, pool, ExpertRange{0, cfg.n_routed_experts}) {}
 
 LocalExperts::LocalExperts(const ModelConfig& cfg, const LayerRange& range, TensorSource& source, ThreadPool& pool,
-                           ExpertSpan span)
+                           ExpertRange span)
     : cfg_(cfg), range_(range), span_(span), pool_(pool) {
   if (span.begin < 0 || span.end > cfg.n_routed_experts || span.begin > span.end)
-    throw ConfigError("expert span [" + std::to_string(span.begin) + ", " + std::to_string(span.end) +
+    throw ConfigError("expert range [" + std::to_string(span.begin) + ", " + std::to_string(span.end) +
                       ") outside the model's " + std::to_string(cfg.n_routed_experts) + " experts");
   experts_.resize(size_t(std::max<int64_t>(range.size(), 0)));
   for (int64_t l = range.begin; l < range.end; ++l) {
@@ -27,7 +27,7 @@ LocalExperts::LocalExperts(const ModelConfig& cfg, const LayerRange& range, Tens
 }
 
 bool LocalExperts::holds(int64_t layer, int64_t expert) const {
-  return range_.contains(layer) && cfg_.is_moe_layer(layer) && expert >= span_.begin && expert < span_.end;
+  return range_.contains(layer) && cfg_.is_moe_layer(layer) && span_.contains(expert);
 }
 
 void LocalExperts::run(const ExpertRequest& req) {

@@ -9,23 +9,19 @@
 #include "common/thread_pool.hpp"
 #include "config/model_config.hpp"
 #include "model/expert_backend.hpp"
+#include "model/expert_range.hpp"
 #include "model/layer_range.hpp"
 #include "model/weights.hpp"
 
 namespace trillion {
 
-struct ExpertSpan {
-  int64_t begin = 0;  // first routed expert held
-  int64_t end = 0;    // one past the last
-};
-
 class LocalExperts : public ExpertBackend {
  public:
   // All routed experts of the MoE layers in `range`.
   LocalExperts(const ModelConfig& cfg, const LayerRange& range, TensorSource& source, ThreadPool& pool);
-  // Experts [span.begin, span.end) of each MoE layer in `range` (expert parallel).
+  // Experts [experts.begin, experts.end) of each MoE layer in `range` (expert parallel).
   LocalExperts(const ModelConfig& cfg, const LayerRange& range, TensorSource& source, ThreadPool& pool,
-               ExpertSpan span);
+               ExpertRange experts);
 
   bool holds(int64_t layer, int64_t expert) const;
 
@@ -35,7 +31,7 @@ class LocalExperts : public ExpertBackend {
  private:
   const ModelConfig& cfg_;
   LayerRange range_;
-  ExpertSpan span_;
+  ExpertRange span_;  // the experts held
   ThreadPool& pool_;
   std::vector<std::vector<MlpWeights>> experts_;  // [range.size()][span size]; empty for dense layers
 };

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "engine/local_runner.hpp"
+#include "parallel/head_step.hpp"
 #include "parallel/wire.hpp"
 
 namespace trillion {
@@ -13,11 +13,6 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 double since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
 
-// Slots s with s % ranks == rank live on `rank`, as local slot s / ranks.
-int32_t local_slots(int32_t slots, int ranks, int rank) {
-  return (slots - rank + ranks - 1) / ranks;
-}
-
 }  // namespace
 
 ExpertRank::ExpertRank(RmaChannel& ch, const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
@@ -25,23 +20,24 @@ ExpertRank::ExpertRank(RmaChannel& ch, const ModelConfig& cfg, TensorSource& sou
     : ch_(ch),
       cfg_(cfg),
       experts_(layout.ranks.at(size_t(ch.rank())).experts),
-      local_(cfg, layout.ranks.at(size_t(ch.rank())).layers, source, pool, ExpertSpan{experts_.begin, experts_.end}),
+      local_(cfg, layout.ranks.at(size_t(ch.rank())).layers, source, pool, experts_),
       rma_(ch, local_, cfg.n_routed_experts),
       model_(cfg, layout.ranks.at(size_t(ch.rank())).layers, source, pool, &rma_),
       cache_(cfg, layout.ranks.at(size_t(ch.rank())).layers,
-             std::max(1, local_slots(shape.slots, ch.size(), ch.rank())), shape.max_len, shape.kv_tokens) {}
+             std::max(1, KvPools::slots_in_pool(shape.slots, ch.size(), ch.rank())), shape.max_len, shape.kv_tokens) {}
 
 StepOutput ExpertRank::run_rows(uint64_t ticket, const StepInput& in) {
   auto t0 = clock_type::now();
   const double ex0 = rma_.exchange_seconds();
+  const KvPools kv = pools();
   StepInput local = in;
-  for (TokenRow& r : local.batch.rows) r.slot /= ch_.size();
-  for (int32_t& s : local.batch.released) s /= ch_.size();
+  for (TokenRow& r : local.batch.rows) r.slot = kv.local_slot(r.slot);
+  for (int32_t& s : local.batch.released) s = kv.local_slot(s);
   const int64_t n = local.batch.size();
   std::vector<float> x(size_t(n * cfg_.hidden_size));
   model_.embed(local.tokens.data(), n, x.data());
   model_.forward(local.batch, x.data(), cache_);
-  StepOutput out = finish_step(model_, x.data(), local);
+  StepOutput out = head_step(model_, x.data(), local);
   out.ticket = ticket;
   const double exchange = rma_.exchange_seconds() - ex0;
   busy_ += since(t0) - exchange;
@@ -84,6 +80,7 @@ ExpertRunner::ExpertRunner(RmaChannel& ch, const ModelConfig& cfg, TensorSource&
 void ExpertRunner::submit(uint64_t ticket, const StepInput& in) {
   if (stopped_) throw Error("ExpertRunner: submit after stop");
   const int ranks = ch_.size();
+  const KvPools kv = pools();
   // Split the rows by owner rank; remember where each logit row came from.
   std::vector<StepInput> parts(static_cast<size_t>(ranks));
   std::vector<std::pair<int, size_t>> origin;  // per logit row of `in`: (rank, index in its part)
@@ -91,18 +88,18 @@ void ExpertRunner::submit(uint64_t ticket, const StepInput& in) {
   for (int64_t i = 0; i < in.batch.size(); ++i) {
     const TokenRow r = in.batch.rows[size_t(i)];
     if (r.slot < 0 || r.slot >= slots_) throw Error("ExpertRunner: slot " + std::to_string(r.slot) + " out of range");
-    StepInput& p = parts[size_t(r.slot % ranks)];
+    StepInput& p = parts[size_t(kv.pool_of(r.slot))];
     p.tokens.push_back(in.tokens[size_t(i)]);
     p.batch.rows.push_back(r);
     if (next_logit < in.logit_rows.size() && in.logit_rows[next_logit] == i) {
-      origin.push_back({r.slot % ranks, p.logit_rows.size()});
+      origin.push_back({kv.pool_of(r.slot), p.logit_rows.size()});
       p.logit_rows.push_back(p.batch.size() - 1);
       if (!in.sampling.empty()) p.sampling.push_back(in.sampling.at(next_logit));
       ++next_logit;
     }
   }
   for (auto& p : parts) p.return_logits = in.return_logits;
-  for (int32_t s : in.batch.released) parts[size_t(s % ranks)].batch.released.push_back(s);  // to the slot's owner
+  for (int32_t s : in.batch.released) parts[size_t(kv.pool_of(s))].batch.released.push_back(s);  // to the slot's owner
   auto t0 = clock_type::now();
   for (int r = 1; r < ranks; ++r) ch_.send(r, kTagStep, encode_step(ticket, parts[size_t(r)], nullptr, 0));
   wait_ += since(t0);

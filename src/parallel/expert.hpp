@@ -1,7 +1,7 @@
 // Expert parallel: every rank holds attention, dense layers, shared experts,
 // embeddings and head; the routed experts are divided between ranks. Each
-// rank serves its own sequences: slot s lives on rank s % N (its KV cache
-// there). Rank 0 coordinates: ExpertRunner::submit sends every rank its rows
+// rank serves its own sequences: slot s lives on rank s % N, as its local
+// slot s / N (KvPools: one pool per rank). Rank 0 coordinates: ExpertRunner::submit sends every rank its rows
 // of the step, all ranks run the whole model on their rows in lockstep (each
 // MoE layer exchanges tokens with the experts' owners through RmaExperts),
 // and the results come back to rank 0. One step is in flight at a time.
@@ -10,13 +10,15 @@
 #include <deque>
 #include <memory>
 
-#include "engine/step_runner.hpp"
+#include "parallel/step_runner.hpp"
 #include "model/kv_cache.hpp"
 #include "model/local_experts.hpp"
 #include "model/transformer.hpp"
-#include "parallel/pipeline.hpp"
+#include "model/kv_pools.hpp"
 #include "parallel/rank_metrics.hpp"
 #include "parallel/rma_experts.hpp"
+#include "parallel/run_shape.hpp"
+#include "parallel/step_runner.hpp"
 #include "plan/layout.hpp"
 #include "runtime/rma_channel.hpp"
 
@@ -33,6 +35,9 @@ class ExpertRank {
  protected:
   // Runs this rank's rows (global slots) through the whole model.
   StepOutput run_rows(uint64_t ticket, const StepInput& in);
+  // One pool per rank, each of this rank's cache size (every rank sizes its
+  // pool from the same shape, so rank 0's stands for all).
+  KvPools pools() const { return KvPools(ch_.size(), cache_.blocks()); }
 
   RmaChannel& ch_;
   const ModelConfig& cfg_;
@@ -51,11 +56,10 @@ class ExpertRunner : public StepRunner, public ExpertRank {
   int64_t vocab_size() const override { return cfg_.vocab_size; }
   int32_t slots() const override { return slots_; }
   int32_t max_len() const override { return cache_.max_len(); }
-  // Each rank caches its own slots (s % ranks): one pool per rank. Rank 0's
-  // pool is the largest by default, and each rank's pool holds its slots' contexts.
-  int32_t kv_block_tokens() const override { return KvCache::kBlockTokens; }
-  int64_t kv_pool_blocks() const override { return cache_.blocks(); }
-  int32_t kv_pools() const override { return ch_.size(); }
+  // Each rank caches its own slots: one pool per rank. Rank 0 holds the most
+  // slots, so by default its pool is the largest; each rank's pool holds its
+  // slots' contexts.
+  KvPools kv_pools() const override { return pools(); }
   void submit(uint64_t ticket, const StepInput& in) override;
   StepOutput next() override;
   void stop();

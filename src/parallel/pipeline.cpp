@@ -4,7 +4,7 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "engine/local_runner.hpp"
+#include "parallel/head_step.hpp"
 #include "parallel/wire.hpp"
 #include "runtime/backoff.hpp"
 
@@ -32,7 +32,7 @@ void PipelineStage::run_and_forward(uint64_t ticket, const StepInput& in, std::v
   std::vector<std::byte> msg;
   int dest;
   if (last) {
-    StepOutput out = finish_step(model_, x.data(), in);
+    StepOutput out = head_step(model_, x.data(), in);
     out.ticket = ticket;
     msg = encode_result(out);
     dest = 0;
@@ -108,7 +108,7 @@ void PipelineRunner::submit(uint64_t ticket, const StepInput& in) {
   model_.embed(in.tokens.data(), n, x.data());
   if (ch_.size() == 1) {
     model_.forward(in.batch, x.data(), cache_);
-    StepOutput out = finish_step(model_, x.data(), in);
+    StepOutput out = head_step(model_, x.data(), in);
     out.ticket = ticket;
     results_.push_back(std::move(out));
     busy_ += since(t0);

@@ -13,21 +13,16 @@
 #include <memory>
 #include <vector>
 
-#include "engine/step_runner.hpp"
+#include "parallel/step_runner.hpp"
 #include "model/kv_cache.hpp"
 #include "model/transformer.hpp"
 #include "parallel/rank_metrics.hpp"
+#include "parallel/run_shape.hpp"
+#include "parallel/step_runner.hpp"
 #include "plan/layout.hpp"
 #include "runtime/rma_channel.hpp"
 
 namespace trillion {
-
-struct RunShape {
-  int32_t slots = 8;       // sequence slots
-  int32_t max_len = 4096;  // positions per slot
-  int micro_batches = 0;   // steps in flight (pipeline); 0: one per stage
-  int64_t kv_tokens = 0;   // KV-cache pool positions per rank; 0: slots x max_len (of the rank's slots)
-};
 
 // One rank's part of the pipeline: its stage's layers and KV cache.
 class PipelineStage {
@@ -52,7 +47,7 @@ class PipelineStage {
   double busy_ = 0, wait_ = 0;
 };
 
-// Rank 0's view: a StepRunner over the whole pipeline.
+// Rank 0's view: a StepRunner over the whole pipeline (stage 0 included).
 class PipelineRunner : public StepRunner, public PipelineStage {
  public:
   PipelineRunner(RmaChannel& ch, const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
@@ -61,9 +56,8 @@ class PipelineRunner : public StepRunner, public PipelineStage {
   int32_t slots() const override { return cache_.slots(); }
   int32_t max_len() const override { return cache_.max_len(); }
   int max_in_flight() const override { return micro_batches_; }
-  // Every stage's cache has the same blocks and sees the same steps: rank 0's pool stands for all.
-  int32_t kv_block_tokens() const override { return KvCache::kBlockTokens; }
-  int64_t kv_pool_blocks() const override { return cache_.blocks(); }
+  // Every stage's cache has the same blocks and sees the same steps: one pool stands for all.
+  KvPools kv_pools() const override { return KvPools(1, cache_.blocks()); }
   void submit(uint64_t ticket, const StepInput& in) override;
   StepOutput next() override;
   // Ends the other ranks' serve loops (call once, after the last step).

@@ -16,6 +16,31 @@ int64_t peak_rss_bytes() {
 #endif
 }
 
+nlohmann::json to_json(const RankMetrics& m) {
+  return {{"rank", m.rank}, {"host", m.host}, {"role", m.role}, {"busy_seconds", m.busy_seconds},
+          {"wait_seconds", m.wait_seconds}, {"bytes_sent", m.bytes_sent}, {"messages_sent", m.messages_sent},
+          {"bytes_received", m.bytes_received}, {"messages_received", m.messages_received},
+          {"weight_bytes", m.weight_bytes}, {"kv_cache_bytes", m.kv_cache_bytes},
+          {"peak_rss_bytes", m.peak_rss_bytes}};
+}
+
+RankMetrics rank_metrics_from_json(const nlohmann::json& j) {
+  RankMetrics m;
+  j.at("rank").get_to(m.rank);
+  j.at("host").get_to(m.host);
+  j.at("role").get_to(m.role);
+  j.at("busy_seconds").get_to(m.busy_seconds);
+  j.at("wait_seconds").get_to(m.wait_seconds);
+  j.at("bytes_sent").get_to(m.bytes_sent);
+  j.at("messages_sent").get_to(m.messages_sent);
+  j.at("bytes_received").get_to(m.bytes_received);
+  j.at("messages_received").get_to(m.messages_received);
+  j.at("weight_bytes").get_to(m.weight_bytes);
+  j.at("kv_cache_bytes").get_to(m.kv_cache_bytes);
+  j.at("peak_rss_bytes").get_to(m.peak_rss_bytes);
+  return m;
+}
+
 void fill_run_metrics(RankMetrics& m, const ChannelStats& traffic, double busy_seconds, double wait_seconds,
                       int64_t kv_cache_bytes) {
   m.busy_seconds = busy_seconds;

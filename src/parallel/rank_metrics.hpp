@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace trillion {
 
 struct RankMetrics {
@@ -20,6 +22,10 @@ struct RankMetrics {
 };
 
 int64_t peak_rss_bytes();  // of this process
+
+// One entry of --metrics' "per_rank" (and how it travels to rank 0).
+nlohmann::json to_json(const RankMetrics& m);
+RankMetrics rank_metrics_from_json(const nlohmann::json& j);
 
 struct ChannelStats;  // runtime/rma_channel.hpp
 

@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/step_runner.hpp"
+#include "parallel/step_runner.hpp"
 
 namespace trillion {
 
@@ -19,6 +19,7 @@ enum WireTag : int32_t {
   kTagStop = 3,      // end of the run
   kTagDispatch = 4,  // expert parallel: tokens to the experts' owners
   kTagCombine = 5,   // expert parallel: expert outputs back to the tokens' owners
+  kTagMetrics = 6,   // end of the run: each rank's RankMetrics (JSON) to rank 0
 };
 
 struct WireStep {

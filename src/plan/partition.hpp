@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "model/expert_range.hpp"
 #include "model/layer_range.hpp"
 
 namespace trillion {
@@ -21,11 +22,6 @@ std::vector<LayerRange> parse_stages(const std::string& spec, int64_t num_layers
 
 // Expert parallel: routed experts [begin, end) held by `rank`, contiguous and
 // balanced (sizes differ by at most one).
-struct ExpertRange {
-  int64_t begin = 0, end = 0;
-  int64_t size() const { return end - begin; }
-  bool contains(int64_t e) const { return e >= begin && e < end; }
-};
 ExpertRange experts_of_rank(int64_t n_experts, int ranks, int rank);
 int owner_of_expert(int64_t n_experts, int ranks, int64_t expert);
 

@@ -59,8 +59,8 @@ BOOST_AUTO_TEST_CASE(paged_blocks_keep_the_bits) {
 BOOST_AUTO_TEST_CASE(pool_runs_dry_releases_and_restarts) {
   TinyModel m({.format = "bf16"});
   const LayerRange all{0, m.cfg.num_hidden_layers, true, true};
-  BOOST_TEST(KvCache::pool_blocks(3, 100, 0) == 6);  // default: every slot can fill max_len
-  BOOST_TEST(KvCache::pool_blocks(3, 100, 130) == 3);
+  BOOST_TEST(KvPools::pool_blocks(3, 100, 0) == 6);  // default: every slot can fill max_len
+  BOOST_TEST(KvPools::pool_blocks(3, 100, 130) == 3);
   KvCache cache(m.cfg, all, 2, 4 * B, 2 * B);
   BOOST_TEST(cache.bytes() == KvCache::pool_bytes(m.cfg, m.cfg.num_hidden_layers, 2));
   cache.prepare(rows_of(0, 0, B + 1));  // two blocks

@@ -15,9 +15,9 @@ namespace {
 class SplitExperts : public ExpertBackend {
  public:
   SplitExperts(const ModelConfig& cfg, TensorSource& src, ThreadPool& pool)
-      : low_(cfg, LayerRange{0, cfg.num_hidden_layers}, src, pool, ExpertSpan{0, cfg.n_routed_experts / 2}),
+      : low_(cfg, LayerRange{0, cfg.num_hidden_layers}, src, pool, ExpertRange{0, cfg.n_routed_experts / 2}),
         high_(cfg, LayerRange{0, cfg.num_hidden_layers}, src, pool,
-              ExpertSpan{cfg.n_routed_experts / 2, cfg.n_routed_experts}) {}
+              ExpertRange{cfg.n_routed_experts / 2, cfg.n_routed_experts}) {}
 
   void run(const ExpertRequest& req) override {
     for (int64_t t = 0; t < req.n; ++t)
@@ -79,7 +79,7 @@ BOOST_AUTO_TEST_CASE(split_experts_match_local_experts) {
 BOOST_AUTO_TEST_CASE(local_experts_refuse_experts_they_do_not_hold) {
   TinyModel m;
   ThreadPool pool(1);
-  LocalExperts low(m.cfg, LayerRange{0, m.cfg.num_hidden_layers}, m.source, pool, ExpertSpan{0, 8});
+  LocalExperts low(m.cfg, LayerRange{0, m.cfg.num_hidden_layers}, m.source, pool, ExpertRange{0, 8});
   BOOST_TEST(low.holds(1, 7));
   BOOST_TEST(!low.holds(1, 8));
   BOOST_TEST(!low.holds(0, 1));  // layer 0 is dense

@@ -3,23 +3,11 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "mpi_fixture.hpp"
+
 namespace trillion::test {
-namespace {
-MpiEnv* g_env = nullptr;
 
-struct MpiFixture {
-  MpiFixture() {
-    auto& suite = boost::unit_test::framework::master_test_suite();
-    g_env = new MpiEnv(suite.argc, suite.argv);
-  }
-  ~MpiFixture() {
-    delete g_env;
-    g_env = nullptr;
-  }
-};
-}  // namespace
-
-MpiEnv& env() { return *g_env; }
+MpiEnv& env() { return mpi_env(); }
 
 BOOST_TEST_GLOBAL_FIXTURE(MpiFixture);
 

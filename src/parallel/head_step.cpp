@@ -1,0 +1,37 @@
+#include "parallel/head_step.hpp"
+
+#include <cstring>
+#include <vector>
+
+#include "sampling/sampler.hpp"
+
+namespace trillion {
+
+StepOutput head_step(const Transformer& model, const float* x, const StepInput& in) {
+  const int64_t d = model.config().hidden_size, vocab = model.config().vocab_size;
+  const int64_t m = int64_t(in.logit_rows.size());
+  // Only the requested rows go through the (vocabulary-sized) head.
+  std::vector<float> rows(size_t(m * d));
+  for (int64_t i = 0; i < m; ++i)
+    std::memcpy(&rows[size_t(i * d)], x + in.logit_rows[size_t(i)] * d, size_t(d) * sizeof(float));
+  StepOutput out;
+  out.logits.resize(size_t(m * vocab));
+  model.logits(rows.data(), m, out.logits.data());
+  out.tokens.resize(size_t(m));
+  out.logprobs.assign(size_t(m), 0.0f);
+  out.top_logprobs.resize(size_t(m));
+  for (int64_t i = 0; i < m; ++i) {
+    const SamplingParams p = in.sampling.empty() ? SamplingParams{} : in.sampling.at(size_t(i));
+    Sample s = sample_token(&out.logits[size_t(i * vocab)], vocab, p);
+    out.tokens[size_t(i)] = s.token;
+    out.logprobs[size_t(i)] = s.logprob;
+    out.top_logprobs[size_t(i)] = std::move(s.top);
+  }
+  if (!in.return_logits) {
+    out.logits.clear();
+    out.logits.shrink_to_fit();
+  }
+  return out;
+}
+
+}  // namespace trillion

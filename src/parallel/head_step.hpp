@@ -1,0 +1,15 @@
+// The head of a step, run where the final norm and lm_head live (the one
+// rank, the last pipeline stage, every expert-parallel rank for its own
+// rows): logits of the requested rows and the token each row's
+// SamplingParams choose. Every runner calls this one function, so every
+// layout produces the same bits.
+#pragma once
+#include "model/transformer.hpp"
+#include "parallel/step_runner.hpp"
+
+namespace trillion {
+
+// x: [in.batch.size(), hidden] activations after the last layer.
+StepOutput head_step(const Transformer& model, const float* x, const StepInput& in);
+
+}  // namespace trillion

@@ -1,0 +1,203 @@
+#include "scheduler/scheduler.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+
+#include "common/error.hpp"
+
+namespace trillion {
+
+namespace {
+
+struct Sequence {
+  const GenerateRequest* req = nullptr;
+  int32_t slot = 0;
+  std::vector<int32_t> tokens;  // prompt then generated
+  int64_t cached = 0;           // positions submitted to the runner (cached once the step runs)
+  std::vector<int32_t> generated;
+  std::vector<float> logprobs;
+  std::vector<std::vector<TokenLogprob>> top_logprobs;
+  std::unique_ptr<TokenTextStream> stream;  // with stop strings only
+  std::unique_ptr<StopMatcher> stop;
+  bool prefilling() const { return cached < int64_t(req->prompt_token_ids.size()); }
+};
+
+// A micro-batch group: the sequences whose slots are congruent to it modulo
+// the runner's in-flight count; at most one of its steps is in flight.
+struct Group {
+  std::vector<Sequence> active;
+  std::vector<int32_t> free_slots;
+  bool in_flight = false;
+  std::vector<Sequence*> wants;  // sequences whose next token the in-flight step yields
+  std::chrono::steady_clock::time_point submitted;
+  bool has_prefill = false;
+};
+
+}  // namespace
+
+Scheduler::Scheduler(StepRunner& runner, const ModelConfig& cfg, SchedulerOptions opts)
+    : runner_(runner), cfg_(cfg), opts_(opts) {}
+
+void Scheduler::run(const std::vector<const GenerateRequest*>& requests,
+                    const std::function<void(const GenerationResult&)>& done) {
+  std::deque<const GenerateRequest*> pending(requests.begin(), requests.end());
+  const int M = std::max(1, std::min<int>(runner_.max_in_flight(), runner_.slots()));
+  std::vector<Group> groups(static_cast<size_t>(M));
+  for (int32_t s = runner_.slots() - 1; s >= 0; --s) groups[size_t(s % M)].free_slots.push_back(s);
+  const int64_t max_len = runner_.max_len();
+  const KvPools kv = runner_.kv_pools();
+  KvLedger ledger(kv, runner_.slots());  // blocks reserved by running sequences
+  std::vector<int32_t> released;  // slots finished since the last submitted step
+  int in_flight = 0;
+  size_t next_group = 0;
+
+  auto admit = [&](Group& g) {
+    while (!pending.empty() && !g.free_slots.empty()) {
+      const GenerateRequest* r = pending.front();
+      if (r->max_tokens == 0) {  // nothing to generate: no forward pass needed
+        pending.pop_front();
+        done(GenerationResult{r, {}, {}, {}, "length", std::nullopt});
+        continue;
+      }
+      // A free slot (latest freed first) whose pool has the request's blocks.
+      const int64_t positions = kv_positions(*r, max_len);
+      if (!kv.fits_empty(positions))
+        throw Error("request \"" + r->id + "\" needs more KV-cache blocks than a pool holds");
+      auto fits = [&](int32_t slot) { return ledger.can_reserve(slot, positions); };
+      auto it = std::find_if(g.free_slots.rbegin(), g.free_slots.rend(), fits);
+      if (it == g.free_slots.rend()) break;  // wait for running sequences to finish
+      std::swap(*it, g.free_slots.back());
+      pending.pop_front();
+      Sequence s;
+      ledger.reserve(g.free_slots.back(), positions);
+      s.req = r;
+      s.tokens = r->prompt_token_ids;
+      if (!r->stop.empty()) {
+        if (!opts_.text_stream) throw Error("request \"" + r->id + "\" has stop strings but there is no tokenizer");
+        s.stream = opts_.text_stream();
+        s.stop = std::make_unique<StopMatcher>(r->stop);
+      }
+      s.slot = g.free_slots.back();
+      g.free_slots.pop_back();
+      g.active.push_back(std::move(s));
+    }
+  };
+
+  // The chosen token's position in its sequence is the random stream's counter.
+  auto params_for = [](const Sequence& s) {
+    SamplingParams p = s.req->sampling;
+    p.position = int64_t(s.tokens.size());
+    return p;
+  };
+
+  // Builds and submits the group's next step: one decode row per decoding
+  // sequence (they always fit), then prefill chunks up to the token budget.
+  auto submit = [&](Group& g, uint64_t ticket) {
+    StepInput in;
+    in.batch.released = std::move(released);
+    released.clear();
+    g.wants.clear();
+    g.has_prefill = false;
+    for (Sequence& s : g.active) {
+      if (s.prefilling()) continue;
+      in.tokens.push_back(s.tokens.back());
+      in.batch.rows.push_back({s.slot, int32_t(s.cached)});
+      in.logit_rows.push_back(in.batch.size() - 1);
+      in.sampling.push_back(params_for(s));
+      g.wants.push_back(&s);
+      ++s.cached;
+      ++stats_.decode_tokens;
+    }
+    int64_t budget = std::max<int64_t>(1, opts_.step_tokens);
+    for (Sequence& s : g.active) {
+      if (!s.prefilling() || budget <= 0) continue;
+      const int64_t prompt = int64_t(s.req->prompt_token_ids.size());
+      const int64_t take = std::min(prompt - s.cached, budget);
+      budget -= take;
+      g.has_prefill = true;
+      for (int64_t p = s.cached; p < s.cached + take; ++p) {
+        in.tokens.push_back(s.tokens[size_t(p)]);
+        in.batch.rows.push_back({s.slot, int32_t(p)});
+      }
+      s.cached += take;
+      stats_.prefill_tokens += take;
+      if (s.cached == prompt) {  // the chunk ends the prompt: its last row yields a token
+        in.logit_rows.push_back(in.batch.size() - 1);
+        in.sampling.push_back(params_for(s));
+        g.wants.push_back(&s);
+      }
+    }
+    g.submitted = std::chrono::steady_clock::now();
+    runner_.submit(ticket, in);
+    g.in_flight = true;
+    ++in_flight;
+    ++stats_.steps;
+  };
+
+  auto complete = [&](Group& g, const StepOutput& out) {
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - g.submitted).count();
+    (g.has_prefill ? stats_.prefill_seconds : stats_.decode_seconds) += secs;
+    g.in_flight = false;
+    --in_flight;
+    for (size_t i = 0; i < g.wants.size(); ++i) {
+      Sequence& s = *g.wants[i];
+      const int32_t tok = out.tokens[i];
+      s.generated.push_back(tok);
+      s.tokens.push_back(tok);
+      if (s.req->sampling.logprobs || s.req->sampling.top_logprobs > 0) {
+        s.logprobs.push_back(i < out.logprobs.size() ? out.logprobs[i] : 0.0f);
+        s.top_logprobs.push_back(i < out.top_logprobs.size() ? out.top_logprobs[i] : std::vector<TokenLogprob>{});
+      }
+      const char* reason = nullptr;
+      if (s.stop && s.stop->push(s.stream->push(tok)))
+        reason = "stop";  // the stop string is cut from the text; the token that completed it stays
+      else if (std::find(cfg_.eos_token_ids.begin(), cfg_.eos_token_ids.end(), tok) != cfg_.eos_token_ids.end())
+        reason = "stop";
+      else if (int64_t(s.generated.size()) >= s.req->max_tokens)
+        reason = "length";
+      else if (int64_t(s.tokens.size()) >= max_len)
+        reason = "length";  // the context is full
+      if (reason) {
+        GenerationResult res{s.req, s.generated, s.logprobs, s.top_logprobs, reason, std::nullopt};
+        if (s.stop) {
+          // An unfinished character at the end may still complete a stop string's bytes.
+          if (!s.stop->stopped() && s.stop->push(s.stream->flush())) res.finish_reason = "stop";
+          s.stop->finish();
+          res.text = s.stop->text();
+        }
+        done(res);
+        g.free_slots.push_back(s.slot);
+        ledger.release(s.slot);
+        released.push_back(s.slot);
+        s.req = nullptr;
+      }
+    }
+    g.wants.clear();
+    g.active.erase(std::remove_if(g.active.begin(), g.active.end(),
+                                  [](const Sequence& s) { return s.req == nullptr; }),
+                   g.active.end());
+  };
+
+  for (;;) {
+    // Fill the pipeline: every idle group with work submits a step.
+    for (int tried = 0; tried < M && in_flight < M; ++tried) {
+      Group& g = groups[next_group];
+      const uint64_t ticket = next_group;
+      next_group = (next_group + 1) % size_t(M);
+      if (g.in_flight) continue;
+      admit(g);
+      if (!g.active.empty()) submit(g, ticket);
+    }
+    if (in_flight == 0) {  // nothing running and nothing could start: all done
+      if (!pending.empty()) throw Error("scheduler: a request could not be admitted into an empty cache");
+      break;
+    }
+    StepOutput out = runner_.next();
+    complete(groups[size_t(out.ticket)], out);
+    if (opts_.after_step) opts_.after_step();
+  }
+}
+
+}  // namespace trillion

@@ -1,0 +1,60 @@
+// The scheduler of `generate`: continuous batching over the runner's sequence slots.
+// Slots are split into as many micro-batch groups as the runner keeps steps
+// in flight (pipeline stages); each group's step carries one decode row per
+// running sequence plus prefill chunks of newly admitted prompts (up to a
+// token budget). A finished sequence frees its slot at once and the next
+// request takes it. The token chosen for a row depends only on that row's
+// logits and its request's sampling params (seed, position), so results do not
+// depend on slots, groups or budgets.
+//
+// KV-cache blocks: a request is admitted only when its slot's pool has the
+// blocks for its prompt + max_tokens (capped at the context) free, reserved
+// until it finishes; so a running sequence never finds the pool dry and
+// nothing waits on anything but finishing sequences. Admission is in request
+// order: a request that must wait holds back those behind it. A finished
+// sequence's slot is released in the next step, which every rank's cache
+// applies before that step's rows take blocks.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/model_config.hpp"
+#include "parallel/step_runner.hpp"
+#include "requests/results.hpp"
+#include "scheduler/stop_strings.hpp"
+
+namespace trillion {
+
+struct SchedulerOptions {
+  int64_t step_tokens = 256;  // prefill rows per step (decode rows always fit)
+  TextStreamFactory text_stream;  // detokenizer for stop strings; requests with `stop` need it
+  std::function<void()> after_step;  // called as each step's results are taken (progress, metrics)
+};
+
+struct SchedulerStats {
+  int64_t steps = 0;
+  int64_t prefill_tokens = 0;
+  int64_t decode_tokens = 0;
+  double prefill_seconds = 0;  // submit-to-result time of steps that carried prefill rows
+  double decode_seconds = 0;   // submit-to-result time of decode-only steps
+};
+
+class Scheduler {
+ public:
+  Scheduler(StepRunner& runner, const ModelConfig& cfg, SchedulerOptions opts = {});
+  // Runs every request; `done` is called as each finishes, in completion order.
+  void run(const std::vector<const GenerateRequest*>& requests,
+           const std::function<void(const GenerationResult&)>& done);
+  const SchedulerStats& stats() const { return stats_; }
+
+ private:
+  StepRunner& runner_;
+  const ModelConfig& cfg_;
+  SchedulerOptions opts_;
+  SchedulerStats stats_;
+};
+
+}  // namespace trillion

@@ -1,0 +1,41 @@
+// `trillion score`: the log-probability of each given token after the first,
+// and optionally the full logits, for token sequences. Sequences run as
+// prefill chunks through the runner, up to max_in_flight() chunks at once
+// (a pipeline's stages each work on one); results come back in order.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "requests/results.hpp"
+#include "parallel/step_runner.hpp"
+
+namespace trillion {
+
+struct ScorerOptions {
+  int64_t step_tokens = 256;  // rows per step
+  std::string logits_dir;     // non-empty: write <dir>/<id>.npy, float32 [T, vocab]
+};
+
+class Scorer {
+ public:
+  Scorer(StepRunner& runner, ScorerOptions opts);
+  // Scores every request; `done` is called for each, in request order.
+  void run(const std::vector<const ScoreRequest*>& requests,
+           const std::function<void(const ScoreResult&)>& done);
+  int64_t tokens_scored() const { return tokens_; }
+
+ private:
+  StepRunner& runner_;
+  ScorerOptions opts_;
+  int64_t tokens_ = 0;
+};
+
+// log_softmax(logits)[target], in double.
+double token_logprob(const float* logits, int64_t vocab, int32_t target);
+
+// Whether an id can name a file in --logits-out (no path separators, not hidden).
+bool is_safe_file_id(const std::string& id);
+
+}  // namespace trillion

@@ -1,0 +1,48 @@
+// `stop` strings: generation ends where the detokenized text first contains
+// one, and the text is cut right before it. Detection runs on rank 0 (the
+// scheduler's rank) over the text stream of the generated tokens; the scheduler
+// sees the tokenizer only through TokenTextStream, so it stays independent of it.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace trillion {
+
+// A sequence's generated ids as text, one token at a time; pieces are whole
+// UTF-8 characters (bytes of an unfinished character are held back).
+class TokenTextStream {
+ public:
+  virtual ~TokenTextStream() = default;
+  virtual std::string push(int32_t id) = 0;  // the text this token completes (may be empty)
+  virtual std::string flush() = 0;           // bytes still held back (an unfinished character)
+};
+using TextStreamFactory = std::function<std::unique_ptr<TokenTextStream>()>;
+
+// Finds the first stop string in a growing text. After each push the text
+// splits into an emitted part (cannot belong to any stop string, whatever
+// comes next) and a held-back tail (a prefix of some stop string), so nothing
+// past a later cut is ever emitted. When several stop strings complete with
+// the same piece, the one starting earliest wins.
+class StopMatcher {
+ public:
+  explicit StopMatcher(std::vector<std::string> stops);  // non-empty strings
+  bool push(const std::string& piece);  // true once a stop string has appeared (text() is then final)
+  bool stopped() const { return stopped_; }
+  // Ends the text without a stop: the held-back tail is emitted.
+  void finish() { emitted_ = text_.size(); }
+  // The text up to the cut (stopped) or everything emitted so far.
+  std::string text() const { return text_.substr(0, emitted_); }
+  size_t held_back() const { return text_.size() - emitted_; }
+
+ private:
+  std::vector<std::string> stops_;
+  size_t longest_ = 0;
+  std::string text_;
+  size_t emitted_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace trillion

@@ -1,0 +1,178 @@
+#define BOOST_TEST_MODULE stop_strings
+#include <boost/test/unit_test.hpp>
+
+#include <map>
+
+#include "scheduler/scheduler.hpp"
+#include "scheduler/stop_strings.hpp"
+#include "generate_all.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+using namespace trillion;
+
+namespace {
+
+const Tokenizer& deepseek() {
+  static const Tokenizer t = load_tokenizer(std::string(TRILLION_FIXTURES) + "/tokenizers/deepseek-v3");
+  return t;
+}
+
+class Stream : public TokenTextStream {
+ public:
+  Stream() : d_(deepseek(), /*skip_special=*/true) {}
+  std::string push(int32_t id) override { return d_.push(id); }
+  std::string flush() override { return d_.flush(); }
+
+ private:
+  StreamDecoder d_;
+};
+
+// A fake model that generates a scripted token stream: the request whose
+// prompt starts with token k gets script k, one token per position after its prompt.
+class ScriptRunner : public StepRunner {
+ public:
+  explicit ScriptRunner(std::vector<std::vector<int32_t>> scripts) : scripts_(std::move(scripts)), first_(8) {}
+  int64_t vocab_size() const override { return deepseek().vocab_size(); }
+  int32_t slots() const override { return 8; }
+  int32_t max_len() const override { return 256; }
+  void submit(uint64_t ticket, const StepInput& in) override {
+    StepOutput out;
+    out.ticket = ticket;
+    for (int64_t i = 0; i < in.batch.size(); ++i)
+      if (in.batch.rows[size_t(i)].pos == 0) first_[size_t(in.batch.rows[size_t(i)].slot)] = in.tokens[size_t(i)];
+    for (int64_t i : in.logit_rows) {
+      const TokenRow r = in.batch.rows[size_t(i)];
+      const auto& script = scripts_.at(size_t(first_[size_t(r.slot)]));
+      const size_t k = size_t(r.pos + 1 - prompt_len);
+      out.tokens.push_back(k < script.size() ? script[k] : script.back());
+    }
+    queue_.push_back(out);
+  }
+  StepOutput next() override {
+    StepOutput o = queue_.front();
+    queue_.erase(queue_.begin());
+    return o;
+  }
+  static constexpr int prompt_len = 2;
+
+ private:
+  std::vector<std::vector<int32_t>> scripts_;
+  std::vector<int32_t> first_;
+  std::vector<StepOutput> queue_;
+};
+
+int32_t id(const std::string& token) {
+  auto t = deepseek().token_to_id(token);
+  BOOST_REQUIRE_MESSAGE(t, "no token " << token);
+  return *t;
+}
+
+struct Case {
+  std::vector<int32_t> script;
+  std::vector<std::string> stop;
+  int64_t max_tokens = 100;
+};
+
+std::map<std::string, GenerationResult> run(const std::vector<Case>& cases, ModelConfig cfg = {}) {
+  static std::vector<GenerateRequest> reqs;  // results point at them
+  reqs.clear();
+  std::vector<std::vector<int32_t>> scripts;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    GenerateRequest r;
+    r.id = std::to_string(k).insert(0, 1, 'r');  // (not "r" + ...: GCC 12 -Wrestrict false positive)
+    r.prompt_token_ids = {int32_t(k), 5};
+    r.max_tokens = cases[k].max_tokens;
+    r.stop = cases[k].stop;
+    reqs.push_back(r);
+    scripts.push_back(cases[k].script);
+  }
+  ScriptRunner runner(scripts);
+  SchedulerOptions o;
+  o.text_stream = [] { return std::make_unique<Stream>(); };
+  return test::generate_all(runner, cfg, o, reqs);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(matcher_holds_back_possible_prefixes) {
+  StopMatcher m({"abc", "xyz"});
+  BOOST_TEST(!m.push("12a"));
+  BOOST_TEST(m.text() == "12");  // "a" may start "abc"
+  BOOST_TEST(!m.push("b"));
+  BOOST_TEST(m.text() == "12");
+  BOOST_TEST(!m.push("d"));
+  BOOST_TEST(m.text() == "12abd");
+  BOOST_TEST(!m.push("x"));
+  BOOST_TEST(m.held_back() == 1u);
+  BOOST_TEST(m.push("yzabc"));
+  BOOST_TEST(m.text() == "12abd");
+  BOOST_TEST(m.push("more"));  // stays stopped: nothing after the cut, ever
+  BOOST_TEST(m.text() == "12abd");
+  StopMatcher n({"ab"});
+  n.push("xa");
+  n.finish();
+  BOOST_TEST(n.text() == "xa");
+}
+
+BOOST_AUTO_TEST_CASE(stop_string_spanning_tokens) {
+  const std::vector<int32_t> script = deepseek().encode("Hello world, this is the end. More text");
+  BOOST_REQUIRE(script.size() > 6);
+  auto got = run({{script, {"the end"}}});
+  const GenerationResult& r = got.at("r0");
+  BOOST_TEST(r.finish_reason == "stop");
+  BOOST_REQUIRE(r.text.has_value());
+  BOOST_TEST(*r.text == "Hello world, this is ");
+  // token_ids end with the token that completed the stop string
+  const std::string all = deepseek().decode(r.token_ids);
+  BOOST_TEST(all.find("the end") != std::string::npos);
+  const std::vector<int32_t> fewer(r.token_ids.begin(), r.token_ids.end() - 1);
+  BOOST_TEST(deepseek().decode(fewer).find("the end") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(stop_inside_a_multibyte_character) {
+  // "é" = C3 A9 as two byte tokens: the stop completes on the second byte.
+  const std::vector<int32_t> script = {id("ab"), id("\xC3"), id("\xA9"), id("cd"), id("ef")};
+  auto got = run({{script, {"\xC3\xA9" "c"}}, {script, {"\xC3\xA9"}}, {script, {"z"}}});
+  BOOST_TEST(got.at("r0").finish_reason == "stop");
+  BOOST_TEST(*got.at("r0").text == "ab");
+  BOOST_TEST(got.at("r0").token_ids.size() == 4u);
+  BOOST_TEST(*got.at("r1").text == "ab");
+  BOOST_TEST(got.at("r1").token_ids.size() == 3u);  // ab, C3, A9
+  BOOST_TEST(got.at("r2").finish_reason == "length");
+}
+
+BOOST_AUTO_TEST_CASE(earliest_of_several_stop_strings_wins) {
+  const std::vector<int32_t> script = deepseek().encode("one two three four five");
+  // " two" completes first, though "five" and "three" are listed before it.
+  auto got = run({{script, {"five", "three", "two"}}, {script, {"two three", "three"}}});
+  BOOST_TEST(*got.at("r0").text == "one ");
+  BOOST_TEST(*got.at("r1").text == "one ");  // both complete with " three": the earlier start wins
+}
+
+BOOST_AUTO_TEST_CASE(stop_at_the_very_first_token) {
+  const std::vector<int32_t> script = deepseek().encode("Hello there");
+  auto got = run({{script, {"Hel"}}});
+  BOOST_TEST(got.at("r0").finish_reason == "stop");
+  BOOST_TEST(*got.at("r0").text == "");
+  BOOST_TEST(got.at("r0").token_ids.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(no_match_keeps_everything) {
+  const std::vector<int32_t> script = deepseek().encode("Hello there, general");
+  ModelConfig cfg;
+  auto got = run({{script, {"xyz", "Hello!"}, int64_t(script.size())}}, cfg);
+  BOOST_TEST(got.at("r0").finish_reason == "length");
+  BOOST_TEST(*got.at("r0").text == "Hello there, general");
+  BOOST_TEST(got.at("r0").token_ids == script);
+}
+
+BOOST_AUTO_TEST_CASE(eos_before_the_stop_string) {
+  ModelConfig cfg;
+  const int32_t eos = *deepseek().eos_id;
+  cfg.eos_token_ids = {eos};
+  std::vector<int32_t> script = deepseek().encode("abc");
+  script.push_back(eos);
+  auto got = run({{script, {"zzz"}}}, cfg);
+  BOOST_TEST(got.at("r0").finish_reason == "stop");
+  BOOST_TEST(*got.at("r0").text == "abc");  // the special EOS token is not text
+}
