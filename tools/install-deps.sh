@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs trillion's build and test dependencies on Debian/Ubuntu (as root or via sudo).
-# macOS (Homebrew): brew install cmake open-mpi hdf5-mpi boost nlohmann-json pcre2 numpy
+# macOS (Homebrew): brew install cmake open-mpi hdf5-mpi boost nlohmann-json pcre2 xxhash numpy
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
@@ -10,7 +10,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config git \
   libopenmpi-dev openmpi-bin libhdf5-openmpi-dev \
   libboost-program-options-dev libboost-test-dev \
-  nlohmann-json3-dev libpcre2-dev \
+  nlohmann-json3-dev libpcre2-dev libxxhash-dev \
   python3 python3-numpy python3-h5py python3-jinja2 \
   g++-aarch64-linux-gnu qemu-user >/dev/null
 echo "trillion: dependencies installed"

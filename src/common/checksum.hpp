@@ -1,10 +1,15 @@
-// XXH64 (Yann Collet's xxHash, 64-bit variant), written from its public
-// specification. Used for the per-tensor checksums of the manifest: fast
-// enough (>10 GB/s per core) to verify weights while they are read.
+// The manifest's per-tensor checksums: XXH64 (Yann Collet's xxHash, 64-bit
+// variant; seed 0 in the manifest) from libxxhash (Debian libxxhash-dev,
+// Homebrew xxhash). Fast enough (>10 GB/s per core) to verify weights while
+// they are read. The algorithm is part of the format (docs/FORMAT.md):
+// another one would invalidate every converted model.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+
+struct XXH64_state_s;  // libxxhash's streaming state (xxhash.h stays out of this header)
 
 namespace trillion {
 
@@ -14,15 +19,17 @@ uint64_t xxh64(const void* data, size_t len, uint64_t seed = 0);
 class Xxh64 {
  public:
   explicit Xxh64(uint64_t seed = 0);
+  ~Xxh64();
+  Xxh64(Xxh64&&) noexcept;
+  Xxh64& operator=(Xxh64&&) noexcept;
   void update(const void* data, size_t len);
   uint64_t digest() const;
 
  private:
-  uint64_t v_[4];
-  uint64_t seed_;
-  uint64_t total_ = 0;
-  unsigned char buf_[32];
-  size_t buf_len_ = 0;
+  struct FreeState {
+    void operator()(XXH64_state_s* s) const;
+  };
+  std::unique_ptr<XXH64_state_s, FreeState> state_;
 };
 
 // "xxh64:0123456789abcdef", the manifest's spelling.

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <vector>
 
 #include "kernels/kernel_table.hpp"
 #include "kernels/matmul.hpp"
+#include "kernel_checks.hpp"
 #include "random_matrix.hpp"
 
 using namespace trillion;
@@ -29,31 +29,7 @@ void check(bool ok, const char* what, const char* isa, MatFormat f, int64_t rows
               (long long)n);
 }
 
-bool within_bound(const std::vector<float>& y, const std::vector<double>& y64, const std::vector<double>& s,
-                  int64_t k) {
-  const double u = std::ldexp(1.0, -24);
-  for (size_t i = 0; i < y.size(); ++i)
-    if (!(std::fabs(double(y[i]) - y64[i]) <= double(k + 4) * u * s[i] + 1e-30)) return false;
-  return true;
-}
-
-bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
-
-struct Case {
-  MatFormat format;
-  int64_t rows, cols;
-};
-
-const Case kCases[] = {
-    {MatFormat::F32, 5, 13},         {MatFormat::F32, 64, 256},       {MatFormat::BF16, 7, 200},
-    {MatFormat::BF16, 9, 203},       {MatFormat::BF16, 33, 1000},     {MatFormat::FP8_B128, 300, 260},
-    {MatFormat::FP8_B128, 130, 128}, {MatFormat::FP8_B128, 257, 385}, {MatFormat::FP8_B128, 3, 7},
-    {MatFormat::INT4_G32, 7, 96},    {MatFormat::INT4_G32, 40, 256},  {MatFormat::INT4_G32, 1, 32},
-    {MatFormat::INT8_G32, 7, 96},    {MatFormat::INT8_G32, 33, 203},  {MatFormat::INT8_G32, 5, 1000},
-    {MatFormat::INT8_G32, 1, 7},
-};
-
-void test_case(KernelIsa isa, const Case& c) {
+void test_case(KernelIsa isa, const MatmulShape& c) {
   const char* name = to_string(isa);
   const KernelTable& k = kernel_table(isa);
   RandomMatrix W(c.format, c.rows, c.cols, 5);
@@ -67,7 +43,7 @@ void test_case(KernelIsa isa, const Case& c) {
     std::vector<double> y64, s;
     matmul_f64(W, xs, n, y64, s);
     k.matmul_rows(Wv, xs.data(), n, y.data(), c.rows, 0, c.rows);
-    check(within_bound(y, y64, s, c.cols), "matmul accuracy", name, c.format, c.rows, c.cols, n);
+    check(bound_misses(y, y64, s, c.cols).empty(), "matmul accuracy", name, c.format, c.rows, c.cols, n);
   }
   // Bits independent of n and of the offset among other tokens.
   std::vector<float> alone(size_t(pool_rows * c.rows));
@@ -95,7 +71,7 @@ void test_case(KernelIsa isa, const Case& c) {
     matmul_t_f64(W, xt, 9, y64, s);
     std::vector<float> y(size_t(9 * c.cols)), one(size_t(c.cols));
     k.matmul_t_cols(Wv, xt.data(), 9, y.data(), 0, c.cols);
-    check(within_bound(y, y64, s, c.rows), "matmul_t accuracy", name, c.format, c.rows, c.cols, 9);
+    check(bound_misses(y, y64, s, c.rows).empty(), "matmul_t accuracy", name, c.format, c.rows, c.cols, 9);
     bool same = true;
     for (int64_t t = 0; t < 9; ++t) {
       k.matmul_t_cols(Wv, &xt[size_t(t * c.rows)], 1, one.data(), 0, c.cols);
@@ -128,10 +104,8 @@ void test_case(KernelIsa isa, const Case& c) {
 
 int main() {
   std::printf("kernel path of this process: %s\n", to_string(kernel_isa()));
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon}) {
-    if (!kernel_isa_available(isa)) continue;
-    for (const Case& c : kCases) test_case(isa, c);
-  }
+  for (KernelIsa isa : available_isas())
+    for (const MatmulShape& c : kMatmulShapes) test_case(isa, c);
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

@@ -3,62 +3,21 @@
 // rows of x, of the thread count and of the row split).
 #include <boost/test/unit_test.hpp>
 
-#include <cmath>
-#include <cstring>
+#include <algorithm>
 #include <vector>
 
 #include "common/error.hpp"
 #include "common/thread_pool.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/matmul.hpp"
+#include "check_close.hpp"
 #include "random_matrix.hpp"
 
 using namespace trillion;
 using namespace trillion::test;
 
-namespace {
-
-struct Case {
-  MatFormat format;
-  int64_t rows, cols;
-};
-
-// Shapes that are not multiples of the SIMD width, the 128-blocks or the tiles.
-const std::vector<Case> kCases = {
-    {MatFormat::F32, 5, 13},        {MatFormat::F32, 64, 256},      {MatFormat::BF16, 7, 200},
-    {MatFormat::BF16, 9, 203},      {MatFormat::BF16, 33, 1000},    {MatFormat::FP8_B128, 300, 260},
-    {MatFormat::FP8_B128, 130, 128}, {MatFormat::FP8_B128, 257, 385}, {MatFormat::FP8_B128, 3, 7},
-    {MatFormat::INT4_G32, 7, 96},   {MatFormat::INT4_G32, 40, 256}, {MatFormat::INT4_G32, 1, 32},
-    {MatFormat::INT8_G32, 7, 96},    {MatFormat::INT8_G32, 33, 203},  {MatFormat::INT8_G32, 5, 1000},
-    {MatFormat::INT8_G32, 1, 7},
-};
-
-std::vector<KernelIsa> available_isas() {
-  std::vector<KernelIsa> v;
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon})
-    if (kernel_isa_available(isa)) v.push_back(isa);
-  return v;
-}
-
-// |y - y64| <= (K + 4) u sum|w x|: the worst-case bound of a float sum of K
-// products (with one rounding of the dequantized weight), u = 2^-24.
-void check_close(const std::vector<float>& y, const std::vector<double>& y64, const std::vector<double>& s,
-                 int64_t k) {
-  const double u = std::ldexp(1.0, -24);
-  int bad = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    const double err = std::fabs(double(y[i]) - y64[i]), bound = double(k + 4) * u * s[i] + 1e-30;
-    if (!(err <= bound) && bad++ < 5) BOOST_ERROR("element " << i << ": " << y[i] << " vs " << y64[i] << " (bound " << bound << ")");
-  }
-  BOOST_TEST(bad == 0);
-}
-
-bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
-
-}  // namespace
-
 BOOST_AUTO_TEST_CASE(reference_matches_float64) {
-  for (const Case& c : kCases) {
+  for (const MatmulShape& c : kMatmulShapes) {
     BOOST_TEST_CONTEXT(format_name(c.format) << " " << c.rows << "x" << c.cols) {
       RandomMatrix W(c.format, c.rows, c.cols, 1);
       const int64_t n = 3;
@@ -74,7 +33,7 @@ BOOST_AUTO_TEST_CASE(reference_matches_float64) {
 
 BOOST_AUTO_TEST_CASE(every_path_matches_float64) {
   for (KernelIsa isa : available_isas())
-    for (const Case& c : kCases) {
+    for (const MatmulShape& c : kMatmulShapes) {
       BOOST_TEST_CONTEXT(to_string(isa) << " " << format_name(c.format) << " " << c.rows << "x" << c.cols) {
         RandomMatrix W(c.format, c.rows, c.cols, 3);
         // 5: a full token tile and a partial one; 70: past the AVX2 blocked
@@ -102,7 +61,7 @@ BOOST_AUTO_TEST_CASE(active_path_is_reported) {
 BOOST_AUTO_TEST_CASE(bits_independent_of_batch) {
   const int64_t pool_rows = 140;
   for (KernelIsa isa : available_isas())
-    for (const Case& c : kCases) {
+    for (const MatmulShape& c : kMatmulShapes) {
       BOOST_TEST_CONTEXT(to_string(isa) << " " << format_name(c.format) << " " << c.rows << "x" << c.cols) {
         const KernelTable& k = kernel_table(isa);
         RandomMatrix W(c.format, c.rows, c.cols, 5);
@@ -133,7 +92,7 @@ BOOST_AUTO_TEST_CASE(bits_independent_of_batch) {
 
 BOOST_AUTO_TEST_CASE(bits_independent_of_threads) {
   ThreadPool p1(1), p2(2), p3(3);
-  for (const Case& c : kCases) {
+  for (const MatmulShape& c : kMatmulShapes) {
     BOOST_TEST_CONTEXT(format_name(c.format) << " " << c.rows << "x" << c.cols) {
       RandomMatrix W(c.format, c.rows, c.cols, 7);
       const int64_t n = 17;

@@ -3,13 +3,14 @@
 // thread count and of the column split.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "common/thread_pool.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/matmul.hpp"
+#include "check_close.hpp"
 #include "random_matrix.hpp"
 
 using namespace trillion;
@@ -17,34 +18,16 @@ using namespace trillion::test;
 
 namespace {
 
-struct Case {
-  MatFormat format;
-  int64_t rows, cols;
-};
-
-const std::vector<Case> kCases = {
+const std::vector<MatmulShape> kCases = {
     {MatFormat::F32, 13, 5},        {MatFormat::BF16, 7, 200},      {MatFormat::BF16, 16, 203},
     {MatFormat::FP8_B128, 300, 260}, {MatFormat::FP8_B128, 128, 512}, {MatFormat::FP8_B128, 5, 7},
     {MatFormat::INT4_G32, 7, 96},   {MatFormat::INT4_G32, 33, 64},
 };
 
-void check_close(const std::vector<float>& y, const std::vector<double>& y64, const std::vector<double>& s,
-                 int64_t k) {
-  const double u = std::ldexp(1.0, -24);
-  int bad = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    const double err = std::fabs(double(y[i]) - y64[i]), bound = double(k + 4) * u * s[i] + 1e-30;
-    if (!(err <= bound) && bad++ < 5) BOOST_ERROR("element " << i << ": " << y[i] << " vs " << y64[i] << " (bound " << bound << ")");
-  }
-  BOOST_TEST(bad == 0);
-}
-
-bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(matmul_t_matches_float64) {
-  for (const Case& c : kCases) {
+  for (const MatmulShape& c : kCases) {
     BOOST_TEST_CONTEXT(format_name(c.format) << " " << c.rows << "x" << c.cols) {
       RandomMatrix W(c.format, c.rows, c.cols, 21);
       const int64_t n = 5;
@@ -54,8 +37,7 @@ BOOST_AUTO_TEST_CASE(matmul_t_matches_float64) {
       std::vector<float> y(size_t(n * c.cols));
       matmul_t_ref(W.view(), x.data(), n, y.data());
       BOOST_TEST_CONTEXT("reference") { check_close(y, y64, s, c.rows); }
-      for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon}) {
-        if (!kernel_isa_available(isa)) continue;
+      for (KernelIsa isa : available_isas()) {
         std::fill(y.begin(), y.end(), 0.0f);
         kernel_table(isa).matmul_t_cols(W.view(), x.data(), n, y.data(), 0, c.cols);
         BOOST_TEST_CONTEXT(to_string(isa)) { check_close(y, y64, s, c.rows); }
@@ -66,10 +48,9 @@ BOOST_AUTO_TEST_CASE(matmul_t_matches_float64) {
 
 BOOST_AUTO_TEST_CASE(matmul_t_bits_independent_of_batch_and_split) {
   const int64_t pool_rows = 64;
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon}) {
-    if (!kernel_isa_available(isa)) continue;
+  for (KernelIsa isa : available_isas()) {
     const KernelTable& k = kernel_table(isa);
-    for (const Case& c : kCases) {
+    for (const MatmulShape& c : kCases) {
       BOOST_TEST_CONTEXT(to_string(isa) << " " << format_name(c.format) << " " << c.rows << "x" << c.cols) {
         RandomMatrix W(c.format, c.rows, c.cols, 23);
         auto x = random_floats(pool_rows * c.rows, 24, -2.0f, 2.0f);
@@ -92,7 +73,7 @@ BOOST_AUTO_TEST_CASE(matmul_t_bits_independent_of_batch_and_split) {
 
 BOOST_AUTO_TEST_CASE(matmul_t_bits_independent_of_threads) {
   ThreadPool p1(1), p2(2), p3(3);
-  for (const Case& c : kCases) {
+  for (const MatmulShape& c : kCases) {
     BOOST_TEST_CONTEXT(format_name(c.format) << " " << c.rows << "x" << c.cols) {
       RandomMatrix W(c.format, c.rows, c.cols, 25);
       const int64_t n = 17;

@@ -19,6 +19,7 @@
 #include "store/manifest.hpp"
 #include "store/model_store.hpp"
 #include "store/staging_dir.hpp"
+#include "expect_error.hpp"
 #include "synthetic_hf.hpp"
 
 using namespace trillion;
@@ -26,18 +27,6 @@ using namespace trillion::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-template <class E, class F>
-void expect_error(F&& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts) BOOST_TEST(msg.find(p) != std::string::npos, "'" << p << "' not in: " << msg);
-    return;
-  }
-  BOOST_FAIL("expected error not thrown");
-}
 
 ConvertReport convert(const std::string& in, const std::string& out, int64_t eps = 4, bool force = false,
                       std::ostream* log = nullptr) {

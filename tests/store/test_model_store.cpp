@@ -16,6 +16,7 @@
 #include "store/inspect.hpp"
 #include "store/manifest.hpp"
 #include "store/model_store.hpp"
+#include "expect_error.hpp"
 #include "synthetic_hf.hpp"
 
 using namespace trillion;
@@ -23,18 +24,6 @@ using namespace trillion::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-template <class E, class F>
-void expect_error(F&& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts) BOOST_TEST(msg.find(p) != std::string::npos, "'" << p << "' not in: " << msg);
-    return;
-  }
-  BOOST_FAIL("expected error not thrown");
-}
 
 // A converted tiny fp8 model in a temporary directory.
 struct Model {

@@ -9,25 +9,13 @@
 #include "common/error.hpp"
 #include "format/hf_checkpoint.hpp"
 #include "format/safetensors.hpp"
+#include "expect_error.hpp"
 #include "synthetic_hf.hpp"
 
 using namespace trillion;
 using namespace trillion::test;
 
 namespace {
-
-// Runs f, expects a FormatError whose message contains every one of `parts`.
-template <class F>
-void expect_format_error(F&& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-  } catch (const FormatError& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts) BOOST_TEST(msg.find(p) != std::string::npos, "'" << p << "' not in: " << msg);
-    return;
-  }
-  BOOST_FAIL("no FormatError");
-}
 
 std::vector<StTensor> two_tensors() {
   return {StTensor{"a.weight", "BF16", {2, 3}, random_bytes(12, 1)},
@@ -63,14 +51,14 @@ BOOST_AUTO_TEST_CASE(reads_a_valid_file) {
 BOOST_AUTO_TEST_CASE(truncated_file) {
   TempDir tmp;
   write_text(tmp / "short.safetensors", "abc");
-  expect_format_error([&] { SafetensorsFile f(tmp / "short.safetensors"); }, {tmp / "short.safetensors", "too short"});
+  expect_error<FormatError>([&] { SafetensorsFile f(tmp / "short.safetensors"); }, {tmp / "short.safetensors", "too short"});
 
   // Valid header, data cut off: the last tensor reaches past the end.
   const auto tensors = two_tensors();
   auto data = safetensors_data(tensors);
   data.resize(data.size() - 5);
   write_raw_safetensors(tmp / "cut.safetensors", safetensors_header(tensors), data);
-  expect_format_error([&] { SafetensorsFile f(tmp / "cut.safetensors"); },
+  expect_error<FormatError>([&] { SafetensorsFile f(tmp / "cut.safetensors"); },
                       {tmp / "cut.safetensors", "b.bias", "past the data section"});
 }
 
@@ -79,17 +67,17 @@ BOOST_AUTO_TEST_CASE(header_length_beyond_file) {
   const auto tensors = two_tensors();
   const std::string header = safetensors_header(tensors);
   write_raw_safetensors(tmp / "x.safetensors", header, safetensors_data(tensors), int64_t(header.size() + 1000));
-  expect_format_error([&] { SafetensorsFile f(tmp / "x.safetensors"); }, {tmp / "x.safetensors", "exceeds the file"});
+  expect_error<FormatError>([&] { SafetensorsFile f(tmp / "x.safetensors"); }, {tmp / "x.safetensors", "exceeds the file"});
   write_raw_safetensors(tmp / "huge.safetensors", header, {}, int64_t(1) << 40);
-  expect_format_error([&] { SafetensorsFile f(tmp / "huge.safetensors"); }, {"huge.safetensors", "implausible"});
+  expect_error<FormatError>([&] { SafetensorsFile f(tmp / "huge.safetensors"); }, {"huge.safetensors", "implausible"});
 }
 
 BOOST_AUTO_TEST_CASE(invalid_json) {
   TempDir tmp;
   write_raw_safetensors(tmp / "j.safetensors", "{\"a\": [1, 2", {});
-  expect_format_error([&] { SafetensorsFile f(tmp / "j.safetensors"); }, {"j.safetensors", "not valid JSON"});
+  expect_error<FormatError>([&] { SafetensorsFile f(tmp / "j.safetensors"); }, {"j.safetensors", "not valid JSON"});
   write_raw_safetensors(tmp / "arr.safetensors", "[1, 2]", {});
-  expect_format_error([&] { SafetensorsFile f(tmp / "arr.safetensors"); }, {"arr.safetensors", "not a JSON object"});
+  expect_error<FormatError>([&] { SafetensorsFile f(tmp / "arr.safetensors"); }, {"arr.safetensors", "not a JSON object"});
 }
 
 BOOST_AUTO_TEST_CASE(bad_entries_name_the_tensor) {
@@ -116,7 +104,7 @@ BOOST_AUTO_TEST_CASE(bad_entries_name_the_tensor) {
   for (const Case& c : cases) {
     BOOST_TEST_CONTEXT(c.entries) {
       write_with_entries(p, c.entries, c.data);
-      expect_format_error([&] { SafetensorsFile f(p); }, {p, "tensor 'w'", c.expect});
+      expect_error<FormatError>([&] { SafetensorsFile f(p); }, {p, "tensor 'w'", c.expect});
     }
   }
 }
@@ -129,20 +117,20 @@ BOOST_AUTO_TEST_CASE(offsets_must_tile_the_data) {
                      R"("a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},)"
                      R"("b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]})",
                      12);
-  expect_format_error([&] { SafetensorsFile f(p); }, {p, "tensor 'b'", "overlap tensor 'a'"});
+  expect_error<FormatError>([&] { SafetensorsFile f(p); }, {p, "tensor 'b'", "overlap tensor 'a'"});
   // Hole between a and b.
   write_with_entries(p,
                      R"("a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},)"
                      R"("b": {"dtype": "F32", "shape": [2], "data_offsets": [12, 20]})",
                      20);
-  expect_format_error([&] { SafetensorsFile f(p); }, {p, "tensor 'b'", "hole"});
+  expect_error<FormatError>([&] { SafetensorsFile f(p); }, {p, "tensor 'b'", "hole"});
   // Trailing bytes after the last tensor.
   write_with_entries(p, R"("a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]})", 12);
-  expect_format_error([&] { SafetensorsFile f(p); }, {p, "trailing"});
+  expect_error<FormatError>([&] { SafetensorsFile f(p); }, {p, "trailing"});
   // Metadata must map strings to strings.
   write_with_entries(p, R"("__metadata__": {"k": 1}, "a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]})",
                      8);
-  expect_format_error([&] { SafetensorsFile f(p); }, {p, "__metadata__"});
+  expect_error<FormatError>([&] { SafetensorsFile f(p); }, {p, "__metadata__"});
 }
 
 BOOST_AUTO_TEST_CASE(empty_tensors_and_scalars_are_valid) {
@@ -178,29 +166,29 @@ BOOST_AUTO_TEST_CASE(single_file_checkpoint) {
 
 BOOST_AUTO_TEST_CASE(bad_index) {
   TempDir tmp;
-  expect_format_error([&] { HfCheckpoint ck(tmp.path()); }, {tmp.path(), "model.safetensors.index.json"});
+  expect_error<FormatError>([&] { HfCheckpoint ck(tmp.path()); }, {tmp.path(), "model.safetensors.index.json"});
 
   write_safetensors(tmp / "a.safetensors", two_tensors());
   const std::string index = tmp / "model.safetensors.index.json";
   write_text(index, R"({"weight_map": {"a.weight": "a.safetensors", "c": "missing.safetensors"}})");
-  expect_format_error([&] { HfCheckpoint ck(tmp.path()); }, {index, "missing.safetensors"});
+  expect_error<FormatError>([&] { HfCheckpoint ck(tmp.path()); }, {index, "missing.safetensors"});
 
   write_text(index, R"({"weight_map": {"a.weight": "a.safetensors", "zz": "a.safetensors"}})");
-  expect_format_error([&] { HfCheckpoint ck(tmp.path()); }, {index, "'zz'", "a.safetensors"});
+  expect_error<FormatError>([&] { HfCheckpoint ck(tmp.path()); }, {index, "'zz'", "a.safetensors"});
 
   write_text(index, R"({"weight_map": {"a.weight": "../a.safetensors"}})");
-  expect_format_error([&] { HfCheckpoint ck(tmp.path()); }, {index, "not a file name"});
+  expect_error<FormatError>([&] { HfCheckpoint ck(tmp.path()); }, {index, "not a file name"});
 
   write_text(index, R"({"weight_map": [1]})");
-  expect_format_error([&] { HfCheckpoint ck(tmp.path()); }, {index, "weight_map"});
+  expect_error<FormatError>([&] { HfCheckpoint ck(tmp.path()); }, {index, "weight_map"});
 
   write_text(index, R"({"weight_map": )");
-  expect_format_error([&] { HfCheckpoint ck(tmp.path()); }, {index, "not valid JSON"});
+  expect_error<FormatError>([&] { HfCheckpoint ck(tmp.path()); }, {index, "not valid JSON"});
 
   // A bad header in a file the index names is reported with that file's name.
   write_raw_safetensors(tmp / "a.safetensors", "{", {});
   write_text(index, R"({"weight_map": {"a.weight": "a.safetensors"}})");
-  expect_format_error([&] { HfCheckpoint ck(tmp.path()); }, {tmp / "a.safetensors", "not valid JSON"});
+  expect_error<FormatError>([&] { HfCheckpoint ck(tmp.path()); }, {tmp / "a.safetensors", "not valid JSON"});
 }
 
 BOOST_AUTO_TEST_CASE(index_oddities_are_warnings) {

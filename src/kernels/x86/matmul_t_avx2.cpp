@@ -3,7 +3,10 @@
 //
 // Per output element, whatever tile it falls in: for r in increasing order,
 // acc = fma(stored value, x[t][r] * scale, acc); columns past the last
-// multiple of 8 of the matrix use the same order in scalar code.
+// multiple of 8 of the matrix use the same order in scalar code (std::fma, so
+// they round like the lanes, as in the NEON twin matmul_t_neon.cpp).
+#include <cmath>
+
 #include "kernels/kernel_table.hpp"
 #include "kernels/x86/avx2_formats.hpp"
 
@@ -35,7 +38,7 @@ void cols_tile(const F& f, int64_t rows, int64_t cols, const float* x, float* y,
 template <class F>
 void cols_scalar(const F& f, int64_t rows, int64_t cols, const float* x, float* y, int64_t t, int64_t c) {
   float acc = 0.0f;
-  for (int64_t r = 0; r < rows; ++r) acc += (x[t * rows + r] * f.scale_at(r, c)) * f.at(r, c);
+  for (int64_t r = 0; r < rows; ++r) acc = std::fma(f.at(r, c), x[t * rows + r] * f.scale_at(r, c), acc);
   y[t * cols + c] = acc;
 }
 
