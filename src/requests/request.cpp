@@ -91,13 +91,6 @@ struct LineParser {
   }
 };
 
-// FNV-1a: the default seed of a request without one, so reruns reproduce and
-// different requests get different streams.
-uint64_t id_seed(const std::string& id) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : id) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
 
 double number(const json& j, const char* key, double fallback) {
   auto it = j.find(key);
@@ -127,7 +120,7 @@ SamplingParams parse_sampling(const nlohmann::json& j, const std::string& id) {
     else if (it->is_number_integer()) p.seed = uint64_t(it->get<int64_t>());
     else throw std::string("\"seed\" must be an integer");
   } else {
-    p.seed = id_seed(id);
+    p.seed = id_hash(id);
   }
   // "logprobs": true (the chosen token's) or N (and N alternatives, as in
   // /v1/completions); "top_logprobs": N alternatives (as in /v1/chat/completions).
@@ -263,6 +256,12 @@ Parsed<GenerateRequest> parse_generate_request(const JsonlLine& line, int64_t vo
       throw std::string("\"stream\" is not supported in a batch file");
     r.sampling = parse_sampling(f, r.id);
   });
+}
+
+uint64_t id_hash(const std::string& id) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64 bits
+  for (unsigned char c : id) h = (h ^ c) * 0x100000001b3ull;
+  return h;
 }
 
 }  // namespace trillion

@@ -56,6 +56,11 @@ struct GenerateRequest {
   bool needs_tokenizer() const { return prompt_token_ids.empty() && (has_text || !messages.is_null()); }
 };
 
+// FNV-1a (64-bit) of a request id: the default seed of a request without one
+// (reruns reproduce, different ids draw differently) and the tag of its
+// OpenAI response ids. Changing it changes every default seed.
+uint64_t id_hash(const std::string& id);
+
 // Sampling fields of a request object (temperature, top_p, top_k, min_p, seed,
 // logprobs, top_logprobs); a missing seed defaults to a hash of the id.
 // Throws std::string with the message of a bad field.

@@ -12,10 +12,8 @@ using nlohmann::json;
 
 // A stable hex tag of the request id, for the response ids (reruns agree).
 std::string tag(const std::string& id) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : id) h = (h ^ c) * 0x100000001b3ull;
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)h);
+  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)id_hash(id));
   return buf;
 }
 
