@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs trillion's build and test dependencies on Debian/Ubuntu (as root or via sudo).
 # macOS (Homebrew): brew install cmake open-mpi hdf5-mpi boost nlohmann-json pcre2 numpy
+# For the tests: python3-h5py and libxxhash0 (the h5py/XXH64 cross-check of the format),
+# g++-aarch64-linux-gnu and qemu-user (the arm64 kernels). Without h5py those tests
+# fail; without the others the check says SKIPPED (kernels_arm64: CTest's "Skipped").
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
@@ -11,6 +14,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libopenmpi-dev openmpi-bin libhdf5-openmpi-dev \
   libboost-program-options-dev libboost-test-dev \
   nlohmann-json3-dev libpcre2-dev \
-  python3 python3-numpy python3-h5py python3-jinja2 \
+  python3 python3-numpy python3-h5py python3-jinja2 libxxhash0 \
   g++-aarch64-linux-gnu qemu-user >/dev/null
 echo "trillion: dependencies installed"

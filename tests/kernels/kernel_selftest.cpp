@@ -10,6 +10,7 @@
 
 #include "kernels/kernel_table.hpp"
 #include "kernels/matmul.hpp"
+#include "isa_report.hpp"
 #include "random_matrix.hpp"
 
 using namespace trillion;
@@ -128,6 +129,7 @@ void test_case(KernelIsa isa, const Case& c) {
 
 int main() {
   std::printf("kernel path of this process: %s\n", to_string(kernel_isa()));
+  report_skipped_isas();
   for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon}) {
     if (!kernel_isa_available(isa)) continue;
     for (const Case& c : kCases) test_case(isa, c);
