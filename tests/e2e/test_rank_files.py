@@ -25,10 +25,7 @@ f = Failures()
 work = os.path.abspath(args.work)
 # Small expert shards, so expert parallel ranks need different files.
 hf, model = converted(T, work, "tiny", "bf16")
-model4 = os.path.join(work, "model", "tiny-bf16-0-eps4")
-if not os.path.exists(os.path.join(model4, "manifest.json")):
-    shutil.rmtree(model4, ignore_errors=True)
-    run([T, "convert", "--input", hf, "--output", model4, "--experts-per-shard", 4])
+_, model4 = converted(T, work, "tiny", "bf16", extra=["--experts-per-shard", 4], variant="eps4")
 case = os.path.join(work, "case", "rank-files")
 shutil.rmtree(case, ignore_errors=True)
 os.makedirs(case)
