@@ -10,6 +10,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,9 @@ PYTHON = sys.executable
 MAKE_CHECKPOINT = os.path.join(ROOT, "tools", "synth", "make_checkpoint.py")
 REFERENCE = os.path.join(ROOT, "tests", "reference", "run_reference.py")
 TOKENIZER_FIXTURES = os.path.join(ROOT, "tests", "fixtures", "tokenizers", "deepseek-v3")
+# trillion's exit codes (src/app/main.cpp): 1 an error in the input (files,
+# requests, models), 2 a command-line error, 3 an internal error.
+INPUT_ERROR, USAGE_ERROR = 1, 2
 
 
 class Failures:
@@ -36,6 +40,17 @@ class Failures:
             print("FAILED:", what, flush=True)
         return ok
 
+    def expect_error(self, cmd, needles, what, code=INPUT_ERROR, **kw):
+        """Runs cmd, which must fail cleanly: exit `code` (not a crash or a
+        signal, see crash()) with every one of `needles` in its stderr."""
+        p = run(cmd, check=False, **kw)
+        problem = crash(p) or (f"exit {p.returncode}, expected {code}" if p.returncode != code else None)
+        missing = [n for n in needles if n not in p.stderr]
+        self.check(problem is None and not missing,
+                   f"{what}: {problem or 'exit ' + str(p.returncode)}; stderr {p.stderr.strip()[-1500:]!r}"
+                   f"{' lacks ' + repr(missing) if missing else ''}")
+        return p
+
     def finish(self):
         print(f"{self.passed} passed, {self.failed} failed", flush=True)
         sys.exit(1 if self.failed else 0)
@@ -50,6 +65,21 @@ def run(cmd, check=True, **kw):
         print(p.stderr)
         raise SystemExit(f"command failed with exit code {p.returncode}: {cmd[0]}")
     return p
+
+
+# A killed process: a negative return code (the signal) from subprocess, an
+# exit code of 128 + the signal from mpirun (or a shell), or mpirun's report.
+CRASH_WORDS = re.compile(r"exited on signal|Segmentation fault|core dumped|Aborted \(core")
+
+
+def crash(p):
+    """Why the finished process p (text output captured) crashed, or None."""
+    if p.returncode < 0:
+        return f"killed by signal {-p.returncode}"
+    if p.returncode >= 128:
+        return f"exit {p.returncode}: signal {p.returncode - 128}"
+    m = CRASH_WORDS.search((p.stdout or "") + (p.stderr or ""))
+    return f"exit {p.returncode}, the output says {m.group(0)!r}" if m else None
 
 
 _digests = {}
