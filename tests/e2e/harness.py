@@ -156,15 +156,20 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def parse_args(mpiexec=False, mpiexec_help=None):
-    """The common command line of an e2e test: --trillion, --work (made
-    absolute) and, when asked, --mpiexec (optional when it has a help text)."""
+def arg_parser(mpiexec=False, mpiexec_help=None):
+    """The common command line of an e2e test: --trillion, --work and, when
+    asked, --mpiexec (optional when it has a help text); add a test's own."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--trillion", required=True)
     ap.add_argument("--work", required=True)
     if mpiexec:
         ap.add_argument("--mpiexec", required=mpiexec_help is None, help=mpiexec_help)
-    args = ap.parse_args()
+    return ap
+
+
+def parse_args(mpiexec=False, mpiexec_help=None, parser=None):
+    """arg_parser()'s (or `parser`'s) arguments, --work made absolute."""
+    args = (parser or arg_parser(mpiexec, mpiexec_help)).parse_args()
     args.work = os.path.abspath(args.work)
     return args
 
@@ -202,3 +207,15 @@ def demo_text_model(trillion, work):
               lambda: run([trillion, "convert", "--input", hf, "--output", model]))
     return hf, model
 
+
+def start(name, preset="tiny", fmt="bf16", mpiexec=False, mpiexec_help=None, demo_text=False):
+    """The usual start of an e2e test on one model: the command line
+    (parse_args), a Failures, the converted model (preset/fmt, or the demo
+    text model) and an empty case directory work/case/<name>.
+    -> (args, failures, hf, model, case)"""
+    args = parse_args(mpiexec, mpiexec_help)
+    if demo_text:
+        hf, model = demo_text_model(args.trillion, args.work)
+    else:
+        hf, model = converted(args.trillion, args.work, preset, fmt)
+    return args, Failures(), hf, model, fresh_case(args.work, name)

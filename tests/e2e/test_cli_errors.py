@@ -1,23 +1,13 @@
 """Bad inputs to the trillion CLI: each gets a clear error naming the problem
 and the place (line, file, tensor); bad request lines do not stop the job."""
-import argparse
 import json
 import os
 import shutil
 
-from harness import USAGE_ERROR, Failures, checkpoint, converted, read_jsonl, run, write_jsonl
+from harness import USAGE_ERROR, checkpoint, read_jsonl, run, start, write_jsonl
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--trillion", required=True)
-ap.add_argument("--work", required=True)
-args = ap.parse_args()
-T = args.trillion
-f = Failures()
-work = os.path.abspath(args.work)
-hf, model = converted(T, work, "tiny", "bf16")
-case = os.path.join(work, "case", "cli-errors")
-shutil.rmtree(case, ignore_errors=True)
-os.makedirs(case)
+args, f, hf, model, case = start("cli-errors")
+T, work = args.trillion, args.work
 
 # --- score: bad request lines become error records with their line numbers.
 req = os.path.join(case, "score.jsonl")

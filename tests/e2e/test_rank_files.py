@@ -5,7 +5,6 @@
   one-rank run's, in pipeline and expert mode.
 - A corrupted shard on rank 1 ends the job with rank 1's message naming the
   file and tensor; a rank killed mid-run ends the job too (no hang)."""
-import argparse
 import json
 import os
 import shutil
@@ -13,22 +12,12 @@ import signal
 import subprocess
 import time
 
-from harness import Failures, converted, read_jsonl, run, write_jsonl
+from harness import converted, read_jsonl, run, start, write_jsonl
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--trillion", required=True)
-ap.add_argument("--mpiexec", required=True)
-ap.add_argument("--work", required=True)
-args = ap.parse_args()
-T = args.trillion
-f = Failures()
-work = os.path.abspath(args.work)
+args, f, hf, model, case = start("rank-files", mpiexec=True)
+T, work = args.trillion, args.work
 # Small expert shards, so expert parallel ranks need different files.
-hf, model = converted(T, work, "tiny", "bf16")
 _, model4 = converted(T, work, "tiny", "bf16", extra=["--experts-per-shard", 4], variant="eps4")
-case = os.path.join(work, "case", "rank-files")
-shutil.rmtree(case, ignore_errors=True)
-os.makedirs(case)
 prompts = os.path.join(case, "gen.jsonl")
 write_jsonl(prompts, [{"id": f"g{i}", "prompt_token_ids": [3 + i, 7, 11 * i % 512], "max_tokens": 10}
                       for i in range(5)])

@@ -3,14 +3,10 @@ OpenAI's batch output form; bad lines become error records naming their line;
 --strict aborts on the first bad line instead."""
 import os
 
-from harness import Failures, converted, fresh_case, parse_args, read_jsonl, run, write_jsonl
+from harness import read_jsonl, run, start, write_jsonl
 
-args = parse_args()
-f = Failures()
-work = args.work
+args, f, hf, model, case = start("request-files")
 T = args.trillion
-hf, model = converted(T, work, "tiny", "bf16")
-case = fresh_case(work, "request-files")
 
 
 def batch(cid, url, body, method="POST"):

@@ -9,14 +9,10 @@ import signal
 import subprocess
 import time
 
-from harness import Failures, converted, fresh_case, parse_args, run, vocab_size, write_jsonl
+from harness import run, start, vocab_size, write_jsonl
 
-args = parse_args()
-f = Failures()
-work = args.work
+args, f, hf, model, case = start("resume")
 T = args.trillion
-hf, model = converted(T, work, "tiny", "bf16")
-case = fresh_case(work, "resume")
 vocab = vocab_size(model)
 
 N = 300
