@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs trillion's build and test dependencies on Debian/Ubuntu (as root or via sudo).
 # macOS (Homebrew): brew install cmake open-mpi hdf5-mpi boost nlohmann-json pcre2 xxhash numpy
+# For the tests: python3-h5py and libxxhash (the h5py/XXH64 cross-check of the format),
+# g++-aarch64-linux-gnu and qemu-user (the arm64 kernels). Without h5py those tests
+# fail; without the others the check says SKIPPED (kernels_arm64: CTest's "Skipped").
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi

@@ -1,8 +1,16 @@
 """Shared helpers of the end-to-end tests: make a synthetic HF checkpoint,
-convert it with `trillion convert`, run trillion commands, compare arrays."""
+convert it with `trillion convert`, run trillion commands, compare arrays.
+
+Checkpoints and converted models are kept in work/ between runs, each keyed
+on what made it: the generator's sources and arguments for a checkpoint, and
+also the trillion binary's bytes and the convert arguments for a model. A
+change to either is tested against fresh output, never against old files."""
 import argparse
+import glob
+import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +19,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PYTHON = sys.executable
 MAKE_CHECKPOINT = os.path.join(ROOT, "tools", "synth", "make_checkpoint.py")
 REFERENCE = os.path.join(ROOT, "tests", "reference", "run_reference.py")
+TOKENIZER_FIXTURES = os.path.join(ROOT, "tests", "fixtures", "tokenizers", "deepseek-v3")
+# trillion's exit codes (src/app/main.cpp): 1 an error in the input (files,
+# requests, models), 2 a command-line error, 3 an internal error.
+INPUT_ERROR, USAGE_ERROR = 1, 2
 
 
 class Failures:
@@ -28,6 +40,17 @@ class Failures:
             print("FAILED:", what, flush=True)
         return ok
 
+    def expect_error(self, cmd, needles, what, code=INPUT_ERROR, **kw):
+        """Runs cmd, which must fail cleanly: exit `code` (not a crash or a
+        signal, see crash()) with every one of `needles` in its stderr."""
+        p = run(cmd, check=False, **kw)
+        problem = crash(p) or (f"exit {p.returncode}, expected {code}" if p.returncode != code else None)
+        missing = [n for n in needles if n not in p.stderr]
+        self.check(problem is None and not missing,
+                   f"{what}: {problem or 'exit ' + str(p.returncode)}; stderr {p.stderr.strip()[-1500:]!r}"
+                   f"{' lacks ' + repr(missing) if missing else ''}")
+        return p
+
     def finish(self):
         print(f"{self.passed} passed, {self.failed} failed", flush=True)
         sys.exit(1 if self.failed else 0)
@@ -44,25 +67,81 @@ def run(cmd, check=True, **kw):
     return p
 
 
-def checkpoint(work, preset, fmt, seed=0):
-    """A synthetic HF checkpoint, made once per (preset, format, seed) under work/."""
-    out = os.path.join(work, "hf", f"{preset}-{fmt}-{seed}")
-    if not os.path.exists(os.path.join(out, ".complete")):
-        shutil.rmtree(out, ignore_errors=True)
-        run([PYTHON, MAKE_CHECKPOINT, "--preset", preset, "--format", fmt, "--seed", seed, "--output", out])
-        open(os.path.join(out, ".complete"), "w").close()
+# A killed process: a negative return code (the signal) from subprocess, an
+# exit code of 128 + the signal from mpirun (or a shell), or mpirun's report.
+CRASH_WORDS = re.compile(r"exited on signal|Segmentation fault|core dumped|Aborted \(core")
+
+
+def crash(p):
+    """Why the finished process p (text output captured) crashed, or None."""
+    if p.returncode < 0:
+        return f"killed by signal {-p.returncode}"
+    if p.returncode >= 128:
+        return f"exit {p.returncode}: signal {p.returncode - 128}"
+    m = CRASH_WORDS.search((p.stdout or "") + (p.stderr or ""))
+    return f"exit {p.returncode}, the output says {m.group(0)!r}" if m else None
+
+
+_digests = {}
+
+
+def digest(*paths):
+    """sha256 over the contents of files (each read once per process)."""
+    h = hashlib.sha256()
+    for path in paths:
+        path = os.path.realpath(path)
+        if path not in _digests:
+            with open(path, "rb") as fp:
+                _digests[path] = hashlib.sha256(fp.read()).hexdigest()
+        h.update(f"{path}:{_digests[path]}\n".encode())
+    return h.hexdigest()
+
+
+def generator_digest():
+    """What a synthetic checkpoint depends on: every source of tools/synth."""
+    return digest(*sorted(glob.glob(os.path.join(ROOT, "tools", "synth", "*.py"))))
+
+
+def made_once(out, key, make):
+    """out, made by make() unless out.key holds `key` (a dict: what makes out);
+    a different key (other sources, binary or arguments) remakes it."""
+    stamp = out + ".key"
+    text = json.dumps(key, sort_keys=True)
+    if os.path.isdir(out) and os.path.exists(stamp):
+        with open(stamp) as fp:
+            if fp.read() == text:
+                return out
+    shutil.rmtree(out, ignore_errors=True)
+    if os.path.exists(stamp):
+        os.remove(stamp)
+    make()
+    with open(stamp, "w") as fp:
+        fp.write(text)
     return out
 
 
-def converted(trillion, work, preset, fmt, seed=0, extra=(), quantize=None):
-    """The checkpoint converted to trillion's HDF5 layout, made once; with
-    `quantize` (int8, int4, fp8) requantized by `convert --quantize`."""
+def checkpoint(work, preset, fmt, seed=0):
+    """A synthetic HF checkpoint under work/, kept while the generator and its
+    arguments are the same."""
+    out = os.path.join(work, "hf", f"{preset}-{fmt}-{seed}")
+    args = ["--preset", preset, "--format", fmt, "--seed", str(seed)]
+    return made_once(out, {"generator": generator_digest(), "args": args},
+                     lambda: run([PYTHON, MAKE_CHECKPOINT, *args, "--output", out]))
+
+
+def converted(trillion, work, preset, fmt, seed=0, extra=(), quantize=None, variant=None):
+    """The checkpoint converted to trillion's HDF5 layout, kept while the
+    checkpoint, the trillion binary and the arguments are the same; with
+    `quantize` (int8, int4, fp8) requantized by `convert --quantize`. Other
+    convert arguments (`extra`) need a `variant` name for their directory."""
+    assert not extra or variant, "convert arguments need a variant name"
     hf = checkpoint(work, preset, fmt, seed)
-    out = os.path.join(work, "model", f"{preset}-{fmt}-{seed}" + (f"-q{quantize}" if quantize else ""))
-    if not os.path.exists(os.path.join(out, "manifest.json")):
-        shutil.rmtree(out, ignore_errors=True)
-        q = ["--quantize", quantize] if quantize else []
-        run([trillion, "convert", "--input", hf, "--output", out, *q, *extra])
+    name = f"{preset}-{fmt}-{seed}" + (f"-q{quantize}" if quantize else "") + (f"-{variant}" if variant else "")
+    out = os.path.join(work, "model", name)
+    args = [*(["--quantize", quantize] if quantize else []), *map(str, extra)]
+    with open(hf + ".key") as fp:
+        made_by = {"checkpoint": json.load(fp), "trillion": digest(trillion), "args": args}
+    made_once(out, made_by, lambda: run([trillion, "convert", "--input", hf, "--output", out, *args]))
     return hf, out
 
 
@@ -77,15 +156,20 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def parse_args(mpiexec=False, mpiexec_help=None):
-    """The common command line of an e2e test: --trillion, --work (made
-    absolute) and, when asked, --mpiexec (optional when it has a help text)."""
+def arg_parser(mpiexec=False, mpiexec_help=None):
+    """The common command line of an e2e test: --trillion, --work and, when
+    asked, --mpiexec (optional when it has a help text); add a test's own."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--trillion", required=True)
     ap.add_argument("--work", required=True)
     if mpiexec:
         ap.add_argument("--mpiexec", required=mpiexec_help is None, help=mpiexec_help)
-    args = ap.parse_args()
+    return ap
+
+
+def parse_args(mpiexec=False, mpiexec_help=None, parser=None):
+    """arg_parser()'s (or `parser`'s) arguments, --work made absolute."""
+    args = (parser or arg_parser(mpiexec, mpiexec_help)).parse_args()
     args.work = os.path.abspath(args.work)
     return args
 
@@ -105,15 +189,33 @@ def vocab_size(model):
 
 def demo_text_model(trillion, work):
     """The `demo` FP8 model (DeepSeek-V3's vocabulary) with DeepSeek-V3's
-    tokenizer.json and tokenizer_config.json (chat template) copied in, made once."""
-    fixtures = os.path.join(ROOT, "tests", "fixtures", "tokenizers", "deepseek-v3")
+    tokenizer.json and tokenizer_config.json (chat template) copied in, kept
+    like converted()'s (the tokenizer files are part of the key)."""
     hf = os.path.join(work, "hf", "demo-fp8-text")
     model = os.path.join(work, "model", "demo-fp8-text")
-    if not os.path.exists(os.path.join(model, "manifest.json")):
-        shutil.rmtree(hf, ignore_errors=True)
-        shutil.rmtree(model, ignore_errors=True)
-        run([PYTHON, MAKE_CHECKPOINT, "--preset", "demo", "--format", "fp8", "--output", hf, "--quiet"])
-        for name in ("tokenizer.json", "tokenizer_config.json"):
-            shutil.copy(os.path.join(fixtures, name), hf)
-        run([trillion, "convert", "--input", hf, "--output", model])
+    args = ["--preset", "demo", "--format", "fp8"]
+    tokenizer = [os.path.join(TOKENIZER_FIXTURES, n) for n in ("tokenizer.json", "tokenizer_config.json")]
+
+    def make_hf():
+        run([PYTHON, MAKE_CHECKPOINT, *args, "--output", hf, "--quiet"])
+        for path in tokenizer:
+            shutil.copy(path, hf)
+
+    key = {"generator": generator_digest(), "args": args, "tokenizer": digest(*tokenizer)}
+    made_once(hf, key, make_hf)
+    made_once(model, dict(key, trillion=digest(trillion)),
+              lambda: run([trillion, "convert", "--input", hf, "--output", model]))
     return hf, model
+
+
+def start(name, preset="tiny", fmt="bf16", mpiexec=False, mpiexec_help=None, demo_text=False):
+    """The usual start of an e2e test on one model: the command line
+    (parse_args), a Failures, the converted model (preset/fmt, or the demo
+    text model) and an empty case directory work/case/<name>.
+    -> (args, failures, hf, model, case)"""
+    args = parse_args(mpiexec, mpiexec_help)
+    if demo_text:
+        hf, model = demo_text_model(args.trillion, args.work)
+    else:
+        hf, model = converted(args.trillion, args.work, preset, fmt)
+    return args, Failures(), hf, model, fresh_case(args.work, name)

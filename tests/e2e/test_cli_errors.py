@@ -1,23 +1,13 @@
 """Bad inputs to the trillion CLI: each gets a clear error naming the problem
 and the place (line, file, tensor); bad request lines do not stop the job."""
-import argparse
 import json
 import os
 import shutil
 
-from harness import Failures, checkpoint, converted, read_jsonl, run, write_jsonl
+from harness import USAGE_ERROR, checkpoint, read_jsonl, run, start, write_jsonl
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--trillion", required=True)
-ap.add_argument("--work", required=True)
-args = ap.parse_args()
-T = args.trillion
-f = Failures()
-work = os.path.abspath(args.work)
-hf, model = converted(T, work, "tiny", "bf16")
-case = os.path.join(work, "case", "cli-errors")
-shutil.rmtree(case, ignore_errors=True)
-os.makedirs(case)
+args, f, hf, model, case = start("cli-errors")
+T, work = args.trillion, args.work
 
 # --- score: bad request lines become error records with their line numbers.
 req = os.path.join(case, "score.jsonl")
@@ -65,24 +55,17 @@ f.check(res.get("g4", {}).get("token_ids") == [] and res["g4"]["finish_reason"] 
 good = os.path.join(case, "good.jsonl")
 write_jsonl(good, [{"id": "a", "token_ids": [1, 2, 3]}])
 
-
-def expect_error(cmd, needles, what, code=None):
-    p = run(cmd, check=False)
-    bad = p.returncode == 0 or (code is not None and p.returncode != code)
-    msg = p.stderr
-    f.check(not bad and all(n in msg for n in needles),
-            f"{what}: exit {p.returncode}, stderr {msg.strip()!r} should name {needles}")
-
-
+# Every error below must be a clean exit (1, an input error, unless code= says
+# otherwise) naming the problem: a crash or a signal fails (harness.crash).
 # --- missing files and flags.
-expect_error([T, "score", "--model", os.path.join(case, "nope"), "--input", good, "--output", out],
-             ["nope"], "missing model directory")
-expect_error([T, "score", "--model", model, "--input", os.path.join(case, "missing.jsonl"), "--output", out],
-             ["missing.jsonl"], "missing request file")
-expect_error([T, "score", "--model", model, "--input", good], ["--output"], "missing --output", code=2)
-expect_error([T, "score", "--model", model, "--input", good, "--output", out, "--bogus"], ["bogus"],
-             "unknown flag", code=2)
-expect_error([T, "frobnicate"], ["frobnicate"], "unknown command", code=2)
+f.expect_error([T, "score", "--model", os.path.join(case, "nope"), "--input", good, "--output", out],
+               ["nope"], "missing model directory")
+f.expect_error([T, "score", "--model", model, "--input", os.path.join(case, "missing.jsonl"), "--output", out],
+               ["missing.jsonl"], "missing request file")
+f.expect_error([T, "score", "--model", model, "--input", good], ["--output"], "missing --output", code=USAGE_ERROR)
+f.expect_error([T, "score", "--model", model, "--input", good, "--output", out, "--bogus"], ["bogus"],
+               "unknown flag", code=USAGE_ERROR)
+f.expect_error([T, "frobnicate"], ["frobnicate"], "unknown command", code=USAGE_ERROR)
 
 # --- damaged shards: a flipped byte inside a tensor, a truncated file.
 manifest = json.load(open(os.path.join(model, "manifest.json")))
@@ -95,28 +78,28 @@ with open(os.path.join(bad, info["shard"]), "r+b") as fp:
     b = fp.read(1)
     fp.seek(-1, 1)
     fp.write(bytes([b[0] ^ 0x55]))
-expect_error([T, "score", "--model", bad, "--input", good, "--output", out], [info["shard"], name],
-             "flipped byte in a shard")
+f.expect_error([T, "score", "--model", bad, "--input", good, "--output", out], [info["shard"], name],
+               "flipped byte in a shard")
 trunc = os.path.join(case, "truncated")
 shutil.copytree(model, trunc)
 path = os.path.join(trunc, info["shard"])
 os.truncate(path, os.path.getsize(path) // 2)
-expect_error([T, "score", "--model", trunc, "--input", good, "--output", out], [info["shard"]],
-             "truncated shard")
+f.expect_error([T, "score", "--model", trunc, "--input", good, "--output", out], [info["shard"]],
+               "truncated shard")
 missing = os.path.join(case, "missing-shard")
 shutil.copytree(model, missing)
 os.remove(os.path.join(missing, info["shard"]))
-expect_error([T, "score", "--model", missing, "--input", good, "--output", out], [info["shard"]],
-             "missing shard file")
+f.expect_error([T, "score", "--model", missing, "--input", good, "--output", out], [info["shard"]],
+               "missing shard file")
 
 # --- convert --quantize: a bad format name, an input that is not bf16 (nothing is written).
 qout = os.path.join(case, "quantized")
-expect_error([T, "convert", "--input", hf, "--output", qout, "--quantize", "int3"],
-             ["--quantize", "int8, int4 or fp8", "'int3'"], "bad --quantize value", code=2)
+f.expect_error([T, "convert", "--input", hf, "--output", qout, "--quantize", "int3"],
+               ["--quantize", "int8, int4 or fp8", "'int3'"], "bad --quantize value", code=USAGE_ERROR)
 f.check(not os.path.exists(qout), "bad --quantize value: nothing written")
 hf_fp8 = checkpoint(work, "tiny", "fp8")
-expect_error([T, "convert", "--input", hf_fp8, "--output", qout, "--quantize", "int8"],
-             ["--quantize int8 needs a bf16 checkpoint", "fp8", os.path.join(hf_fp8, "config.json")],
-             "--quantize of an fp8 checkpoint", code=1)
+f.expect_error([T, "convert", "--input", hf_fp8, "--output", qout, "--quantize", "int8"],
+               ["--quantize int8 needs a bf16 checkpoint", "fp8", os.path.join(hf_fp8, "config.json")],
+               "--quantize of an fp8 checkpoint")
 f.check(not os.path.exists(qout) and not os.path.exists(qout + ".partial"), "fp8 input: nothing written")
 f.finish()

@@ -7,14 +7,10 @@ pool's bytes."""
 import json
 import os
 
-from harness import Failures, converted, fresh_case, parse_args, read_jsonl, run, write_jsonl
+from harness import read_jsonl, run, start, write_jsonl
 
-args = parse_args(mpiexec=True)
-f = Failures()
-work = args.work
+args, f, hf, model, case = start("kv-pool", mpiexec=True)
 T = args.trillion
-hf, model = converted(T, work, "tiny", "bf16")
-case = fresh_case(work, "kv-pool")
 cfg = json.load(open(os.path.join(model, "config.json")))
 vocab = cfg["vocab_size"]
 N = 24

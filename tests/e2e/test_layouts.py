@@ -4,33 +4,26 @@ whatever else shares the batch.
 
 Runs `trillion score --logits-out` and `trillion generate` under mpiexec for
 every (ranks, mode) in --layouts and compares everything with the one-rank run."""
-import argparse
 import filecmp
+import json
 import os
-import shutil
 
 import numpy as np
 
-from harness import Failures, converted, read_jsonl, run, write_jsonl
+from harness import Failures, arg_parser, converted, fresh_case, parse_args, read_jsonl, run, vocab_size, write_jsonl
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--trillion", required=True)
-ap.add_argument("--mpiexec", required=True)
-ap.add_argument("--work", required=True)
+ap = arg_parser(mpiexec=True)
 ap.add_argument("--preset", default="tiny")
 ap.add_argument("--format", default="fp8")
 ap.add_argument("--layouts", default="2:pipeline,3:pipeline,4:pipeline,2:expert,3:expert,4:expert")
 ap.add_argument("--mpi-args", default="", help="extra mpiexec arguments, e.g. the TCP transport")
 ap.add_argument("--name", default="layouts")
-args = ap.parse_args()
+args = parse_args(parser=ap)
 
 f = Failures()
-work = os.path.abspath(args.work)
-hf, model = converted(args.trillion, work, args.preset, args.format)
-case = os.path.join(work, "case", f"{args.name}-{args.preset}-{args.format}")
-shutil.rmtree(case, ignore_errors=True)
-os.makedirs(case)
-vocab = __import__("json").load(open(os.path.join(model, "config.json")))["vocab_size"]
+hf, model = converted(args.trillion, args.work, args.preset, args.format)
+case = fresh_case(args.work, f"{args.name}-{args.preset}-{args.format}")
+vocab = vocab_size(model)
 rng = np.random.default_rng(7)
 score_reqs = [{"id": f"s{i}", "token_ids": [int(t) for t in rng.integers(0, vocab, n)]}
               for i, n in enumerate([3, 29, 11, 64])]
@@ -99,7 +92,7 @@ for ranks, mode in runs:
                 f"{tag}: generation of {rid}: {g.get('token_ids')} vs {want['token_ids']}")
         f.check(g.get("logprobs") == want.get("logprobs") and g.get("top_logprobs") == want.get("top_logprobs"),
                 f"{tag}: logprobs of {rid}")
-    m = __import__("json").load(open(os.path.join(out, "gen-metrics.json")))
+    m = json.load(open(os.path.join(out, "gen-metrics.json")))
     f.check(m.get("ranks") == ranks and len(m.get("per_rank", [])) == ranks, f"{tag}: metrics per rank")
     f.check(m.get("parallel") == mode, f"{tag}: metrics mode")
     if ranks > 1:

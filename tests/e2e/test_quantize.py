@@ -8,7 +8,6 @@ with in_features 48, which int4 keeps in bf16.
 
 Also: the tensors that are not linear layers are stored unchanged, the model
 passes `trillion inspect --verify`, and the printed table names every role."""
-import argparse
 import json
 import os
 import shutil
@@ -16,19 +15,17 @@ import sys
 
 import numpy as np
 
-from harness import ROOT, Failures, checkpoint, run
+from harness import ROOT, Failures, arg_parser, checkpoint, parse_args, run
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
 from safetensors_reader import Checkpoint  # noqa: E402
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--trillion", required=True)
-ap.add_argument("--work", required=True)
+ap = arg_parser()
 ap.add_argument("--cases", default="small:int8,small:fp8,small:int4,tiny:int4,tiny:int8")
-args = ap.parse_args()
+args = parse_args(parser=ap)
 T = args.trillion
 f = Failures()
-work = os.path.abspath(args.work)
+work = args.work
 
 
 # --------------------------------------------------------------------------- numpy quantizers

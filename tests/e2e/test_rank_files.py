@@ -5,7 +5,6 @@
   one-rank run's, in pipeline and expert mode.
 - A corrupted shard on rank 1 ends the job with rank 1's message naming the
   file and tensor; a rank killed mid-run ends the job too (no hang)."""
-import argparse
 import json
 import os
 import shutil
@@ -13,25 +12,12 @@ import signal
 import subprocess
 import time
 
-from harness import Failures, converted, read_jsonl, run, write_jsonl
+from harness import converted, read_jsonl, run, start, write_jsonl
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--trillion", required=True)
-ap.add_argument("--mpiexec", required=True)
-ap.add_argument("--work", required=True)
-args = ap.parse_args()
-T = args.trillion
-f = Failures()
-work = os.path.abspath(args.work)
+args, f, hf, model, case = start("rank-files", mpiexec=True)
+T, work = args.trillion, args.work
 # Small expert shards, so expert parallel ranks need different files.
-hf, model = converted(T, work, "tiny", "bf16")
-model4 = os.path.join(work, "model", "tiny-bf16-0-eps4")
-if not os.path.exists(os.path.join(model4, "manifest.json")):
-    shutil.rmtree(model4, ignore_errors=True)
-    run([T, "convert", "--input", hf, "--output", model4, "--experts-per-shard", 4])
-case = os.path.join(work, "case", "rank-files")
-shutil.rmtree(case, ignore_errors=True)
-os.makedirs(case)
+_, model4 = converted(T, work, "tiny", "bf16", extra=["--experts-per-shard", 4], variant="eps4")
 prompts = os.path.join(case, "gen.jsonl")
 write_jsonl(prompts, [{"id": f"g{i}", "prompt_token_ids": [3 + i, 7, 11 * i % 512], "max_tokens": 10}
                       for i in range(5)])
@@ -90,40 +76,68 @@ with open(os.path.join(dirs[1], info["shard"]), "r+b") as fp:
     fp.seek(-1, 1)
     fp.write(bytes([b[0] ^ 0xFF]))
 t0 = time.time()
-p = run(mpmd(dirs, "pipeline", os.path.join(case, "bad.jsonl")), check=False, timeout=300)
-f.check(p.returncode != 0, "corrupted shard on rank 1 must fail the job")
-f.check("rank 1" in p.stderr and info["shard"] in p.stderr and victim in p.stderr,
-        f"message names rank 1, file and tensor: {p.stderr[-1500:]}")
+f.expect_error(mpmd(dirs, "pipeline", os.path.join(case, "bad.jsonl")), ["rank 1", info["shard"], victim],
+               "corrupted shard on rank 1: the job fails cleanly with rank 1's message naming file and tensor",
+               timeout=300)
 print(f"failing job ended in {time.time() - t0:.1f} s")
+
+
+def rank_processes(session, binary):
+    """{rank: pid} of the processes of `session` running `binary` (by their
+    executable, so never mpiexec or its daemons, whose command lines name it too)."""
+    ranks = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.getsid(int(pid)) != session or os.path.realpath(f"/proc/{pid}/exe") != binary:
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as fp:
+                env = dict(v.split(b"=", 1) for v in fp.read().split(b"\0") if b"=" in v)
+        except OSError:  # gone meanwhile
+            continue
+        if b"OMPI_COMM_WORLD_RANK" in env:
+            ranks[int(env[b"OMPI_COMM_WORLD_RANK"])] = int(pid)
+    return ranks
+
 
 # A rank killed mid-run: mpirun ends the job instead of hanging.
 long_prompts = os.path.join(case, "long.jsonl")
 write_jsonl(long_prompts, [{"id": f"l{i}", "prompt_token_ids": [5, 6, 7 + i % 100], "max_tokens": 500}
                            for i in range(400)])
+killed_out = os.path.join(case, "killed.jsonl")
 cmd = [str(c) for c in [*mpi, "-n", 2, T, "generate", "--model", model4, "--prompts", long_prompts, "--output",
-                        os.path.join(case, "killed.jsonl"), "--max-len", 512, "--threads", 1]]
+                        killed_out, "--max-len", 512, "--threads", 1]]
+print("+", " ".join(cmd), "(rank 1 to be killed)", flush=True)
 proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 victim_pid = None
-for _ in range(200):
-    time.sleep(0.1)
-    ps = subprocess.run(["pgrep", "-f", "-s", str(proc.pid), "trillion generate"], capture_output=True, text=True)
-    pids = sorted(int(x) for x in ps.stdout.split())
-    if len(pids) >= 2:
-        victim_pid = pids[-1]
+deadline = time.time() + 120
+while time.time() < deadline and proc.poll() is None:
+    # Mid-run: both ranks up and the first results written.
+    ranks = rank_processes(proc.pid, os.path.realpath(T))
+    if len(ranks) == 2 and os.path.exists(killed_out) and os.path.getsize(killed_out) > 0:
+        victim_pid = ranks[1]
         break
-f.check(victim_pid is not None, "found the rank processes")
+    time.sleep(0.05)
+f.check(victim_pid is not None, "found both rank processes mid-run")
 if victim_pid:
-    time.sleep(0.5)
+    f.check(victim_pid != proc.pid, "the victim is a rank, not mpiexec")
     try:
         os.kill(victim_pid, signal.SIGKILL)
     except ProcessLookupError:
         f.check(False, "the long job ended before a rank could be killed")
     try:
         _, err = proc.communicate(timeout=120)
-        f.check(proc.returncode != 0, f"killed rank: job exit code {proc.returncode}")
+        # mpirun itself must end by itself, reporting the rank's death (exit
+        # 128 + 9 is its way of passing the signal on), not die of one.
+        f.check(proc.returncode > 0, f"killed rank: mpiexec exit code {proc.returncode}")
+        f.check("rank 1" in err and "signal 9" in err, "killed rank: mpiexec names the rank and its signal")
+        with open(killed_out) as fp:
+            f.check(sum(1 for _ in fp) < 400, "killed rank: the job did not run to the end")
+        print(f"killed rank: mpiexec exit {proc.returncode}: {err.strip()[-500:]}")
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         f.check(False, "killed rank: the job hung")
 else:
     os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
 f.finish()

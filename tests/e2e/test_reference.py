@@ -9,33 +9,28 @@ With --quantize int8|int4|fp8 the checkpoint is converted with `trillion
 convert --quantize`, and the reference runs on the converted model directory
 itself (read with h5py and dequantized in float64: tests/reference/hdf5_model.py),
 so the bar is the same: only the engine's own arithmetic differs."""
-import argparse
+import json
 import os
-import shutil
 
 import numpy as np
 
-from harness import Failures, PYTHON, REFERENCE, converted, read_jsonl, run, write_jsonl
+from harness import (PYTHON, REFERENCE, Failures, arg_parser, converted, fresh_case, parse_args, read_jsonl, run,
+                     write_jsonl)
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--trillion", required=True)
-ap.add_argument("--work", required=True)
+ap = arg_parser()
 ap.add_argument("--preset", required=True)
 ap.add_argument("--format", required=True)
 ap.add_argument("--seed", type=int, default=0)
 ap.add_argument("--greedy", type=int, default=16)
 ap.add_argument("--quantize", help="int8, int4 or fp8: convert with --quantize (the checkpoint must be bf16)")
-args = ap.parse_args()
+args = parse_args(parser=ap)
 
 f = Failures()
-work = os.path.abspath(args.work)
-hf, model = converted(args.trillion, work, args.preset, args.format, args.seed, quantize=args.quantize)
+hf, model = converted(args.trillion, args.work, args.preset, args.format, args.seed, quantize=args.quantize)
 qsuffix = f"-q{args.quantize}" if args.quantize else ""
-case = os.path.join(work, "case", f"{args.preset}-{args.format}-{args.seed}{qsuffix}")
-shutil.rmtree(case, ignore_errors=True)  # results are resumed: start afresh
-os.makedirs(case)
+case = fresh_case(args.work, f"{args.preset}-{args.format}-{args.seed}{qsuffix}")  # results are resumed: start afresh
 
-config = __import__("json").load(open(os.path.join(model, "config.json")))
+config = json.load(open(os.path.join(model, "config.json")))
 vocab = config["vocab_size"]
 rng = np.random.default_rng(1234 + args.seed)
 lengths = [1, 5, 17, 40]
@@ -46,7 +41,7 @@ write_jsonl(os.path.join(case, "score.jsonl"), requests)
 # Reference: logits of every prefix and greedy continuations.
 ref_dir = os.path.join(case, "ref")
 if args.quantize:
-    manifest = __import__("json").load(open(os.path.join(model, "manifest.json")))
+    manifest = json.load(open(os.path.join(model, "manifest.json")))
     f.check(manifest.get("weight_format") == args.quantize and manifest.get("quantized_from") == "bf16",
             f"manifest weight_format {manifest.get('weight_format')}, quantized_from {manifest.get('quantized_from')}")
 run([PYTHON, REFERENCE, "--model", model if args.quantize else hf, "--requests", os.path.join(case, "score.jsonl"),
@@ -84,7 +79,7 @@ eos = config["eos_token_id"]
 eos = set(eos if isinstance(eos, list) else [eos])
 for r in requests:
     rid = r["id"]
-    want = __import__("json").load(open(os.path.join(ref_dir, rid + ".greedy.json")))["token_ids"]
+    want = json.load(open(os.path.join(ref_dir, rid + ".greedy.json")))["token_ids"]
     # The reference generates a fixed count; trillion stops at EOS (kept in token_ids).
     cut = next((i + 1 for i, t in enumerate(want) if t in eos), len(want))
     got = results.get(rid, {}).get("token_ids")

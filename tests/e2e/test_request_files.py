@@ -3,14 +3,10 @@ OpenAI's batch output form; bad lines become error records naming their line;
 --strict aborts on the first bad line instead."""
 import os
 
-from harness import Failures, converted, fresh_case, parse_args, read_jsonl, run, write_jsonl
+from harness import read_jsonl, run, start, write_jsonl
 
-args = parse_args()
-f = Failures()
-work = args.work
+args, f, hf, model, case = start("request-files")
 T = args.trillion
-hf, model = converted(T, work, "tiny", "bf16")
-case = fresh_case(work, "request-files")
 
 
 def batch(cid, url, body, method="POST"):
@@ -78,8 +74,8 @@ f.check(f"{req} line 4" in p.stderr, "stderr names file and line")
 
 # --strict: abort on the first bad line, naming it, before any work.
 out2 = os.path.join(case, "strict.jsonl")
-p = run([T, "generate", "--model", model, "--prompts", req, "--output", out2, "--strict"], check=False)
-f.check(p.returncode != 0 and "line 3" in p.stderr and "--strict" in p.stderr, f"--strict: {p.stderr[-300:]!r}")
+f.expect_error([T, "generate", "--model", model, "--prompts", req, "--output", out2, "--strict"],
+               ["line 3", "--strict"], "--strict stops at the first bad line")
 f.check(not os.path.exists(out2) or os.path.getsize(out2) == 0, "--strict wrote no results")
 good = os.path.join(case, "good.jsonl")
 write_jsonl(good, lines[:2])

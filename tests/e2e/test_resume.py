@@ -9,14 +9,10 @@ import signal
 import subprocess
 import time
 
-from harness import Failures, converted, fresh_case, parse_args, run, vocab_size, write_jsonl
+from harness import run, start, vocab_size, write_jsonl
 
-args = parse_args()
-f = Failures()
-work = args.work
+args, f, hf, model, case = start("resume")
 T = args.trillion
-hf, model = converted(T, work, "tiny", "bf16")
-case = fresh_case(work, "resume")
 vocab = vocab_size(model)
 
 N = 300
@@ -99,9 +95,8 @@ check_complete(out, "--restart")
 alien = os.path.join(case, "alien.jsonl")
 with open(alien, "w") as fp:
     fp.write("hello\n")
-p = run([*cmd, "--output", alien], check=False)
-f.check(p.returncode != 0 and "--restart" in p.stderr and open(alien).read() == "hello\n",
-        f"a foreign output file is refused: {p.stderr[-300:]!r}")
+f.expect_error([*cmd, "--output", alien], ["--restart"], "a foreign output file is refused")
+f.check(open(alien).read() == "hello\n", "a foreign output file is left as it was")
 
 # score resumes likewise.
 score_in = os.path.join(case, "score.jsonl")

@@ -10,14 +10,10 @@ import os
 
 import jinja2
 
-from harness import Failures, demo_text_model, fresh_case, parse_args, read_jsonl, run, write_jsonl
+from harness import read_jsonl, run, start, write_jsonl
 
-args = parse_args()
+args, f, hf, model, case = start("text-prompts", demo_text=True)
 T = args.trillion
-f = Failures()
-work = args.work
-hf, model = demo_text_model(T, work)
-case = fresh_case(work, "text-prompts")
 
 
 def tokenize(text):

@@ -9,6 +9,7 @@
 
 #include "kernels/kernel_table.hpp"
 #include "kernels/matmul.hpp"
+#include "isa_report.hpp"
 #include "kernel_checks.hpp"
 #include "random_matrix.hpp"
 
@@ -104,6 +105,7 @@ void test_case(KernelIsa isa, const MatmulShape& c) {
 
 int main() {
   std::printf("kernel path of this process: %s\n", to_string(kernel_isa()));
+  report_skipped_isas();
   for (KernelIsa isa : available_isas())
     for (const MatmulShape& c : kMatmulShapes) test_case(isa, c);
   std::printf("%d passed, %d failed\n", passed, failed);

@@ -21,6 +21,39 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def row_problem(eng, ref, tol=1e-4):
+    """(why the engine's logit row fails against the reference's, or None; relative error).
+    NaN and inf fail on either side: every comparison is written so that NaN
+    makes it false (not (err <= tol)), never true."""
+    if not np.all(np.isfinite(ref)):
+        return "reference logits are not all finite", float("nan")
+    if not np.all(np.isfinite(eng)):
+        return "engine logits are not all finite (%d of %d)" % (np.sum(~np.isfinite(eng)), eng.size), float("nan")
+    scale = np.max(np.abs(ref))
+    if not (scale > 0):
+        return "reference logits are all zero", float("nan")
+    err = np.max(np.abs(eng - ref)) / scale
+    if not (err <= tol):
+        return "relative error %.3g > %g" % (err, tol), err
+    top2 = np.sort(ref)[-2:]
+    if top2[1] - top2[0] > 1e-3 * scale and np.argmax(eng) != np.argmax(ref):
+        return "argmax %d vs %d (relative error %.3g)" % (np.argmax(eng), np.argmax(ref), err), err
+    return None, err
+
+
+def self_check():
+    """row_problem against planted rows: NaN, inf and a large error fail; a small one passes."""
+    ref = np.array([1.0, -2.0, 3.0, 0.5])
+    assert row_problem(ref + 1e-6, ref)[0] is None
+    assert row_problem(ref * 1.01, ref)[0] is not None
+    for bad in (np.nan, np.inf, -np.inf):
+        e = ref.copy()
+        e[1] = bad
+        assert row_problem(e, ref)[0] is not None, bad
+        assert row_problem(ref, e)[0] is not None, bad
+    assert row_problem(ref, np.zeros(4))[0] is not None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hf-logits", required=True)
@@ -29,6 +62,7 @@ def main():
     ap.add_argument("--seed", default="0")
     ap.add_argument("--keep", help="work directory to keep (default: a temporary one)")
     args = ap.parse_args()
+    self_check()
     work = args.keep or tempfile.mkdtemp(prefix="trillion-ref-")
     os.makedirs(work, exist_ok=True)
     model, ref_out, eng_out = (os.path.join(work, s) for s in ("model", "ref", "engine"))
@@ -54,15 +88,14 @@ def main():
         eng = np.load(os.path.join(eng_out, r["id"] + ".npy")).astype(np.float64)
         assert ref.shape == eng.shape, (ref.shape, eng.shape)
         for t in range(ref.shape[0]):
-            scale = np.max(np.abs(ref[t]))
-            err = np.max(np.abs(eng[t] - ref[t])) / scale
-            worst = max(worst, err)
-            top2 = np.sort(ref[t])[-2:]
-            if err > 1e-4 or (top2[1] - top2[0] > 1e-3 * scale and np.argmax(eng[t]) != np.argmax(ref[t])):
+            problem, err = row_problem(eng[t], ref[t])
+            if not np.isnan(err):
+                worst = max(worst, err)
+            if problem:
                 failures += 1
-                print("%s token %d: relative error %.3g, argmax %d vs %d" %
-                      (r["id"], t, err, np.argmax(eng[t]), np.argmax(ref[t])))
-    print("%s %s: worst relative logit error %.3g over %d requests" % (args.preset, args.format, worst, len(reqs)))
+                print("%s token %d: %s" % (r["id"], t, problem))
+    print("%s %s: worst relative logit error %.3g over %d requests%s" %
+          (args.preset, args.format, worst, len(reqs), ", %d bad rows" % failures if failures else ""))
     return 1 if failures else 0
 
 

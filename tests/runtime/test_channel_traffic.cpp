@@ -2,12 +2,13 @@
 // slow receiver, all-to-all storms, ring pipelines, receive-from-any.
 #include <sched.h>
 
-#include <chrono>
-#include <thread>
+#include <algorithm>
+#include <vector>
 
 #include <boost/test/unit_test.hpp>
 
 #include "channel_fixture.hpp"
+#include "runtime/mpi_error.hpp"
 #include "runtime/rma_channel.hpp"
 
 using namespace trillion;
@@ -23,6 +24,50 @@ namespace {
 size_t size_of(int src, int dest, uint64_t i, size_t max_bytes) {
   return size_t(mix(seed_of(src, dest, i) ^ 0x5157) % (max_bytes + 1));
 }
+
+// One uint64 per rank in a window of its own (passive target, like the
+// channel's): a rank publishes a count into a peer's cell, completed at the
+// peer before publish() returns, and reads its own cell atomically.
+class Counter {
+ public:
+  Counter() {
+    auto guard = env().lock();
+    mpi_check(MPI_Win_allocate(sizeof(uint64_t), sizeof(uint64_t), MPI_INFO_NULL, env().comm(), &cell_, &win_),
+              "MPI_Win_allocate(counter)");
+    *cell_ = 0;
+    mpi_check(MPI_Win_lock_all(0, win_), "MPI_Win_lock_all(counter)");
+    mpi_check(MPI_Win_sync(win_), "MPI_Win_sync(counter)");
+    mpi_check(MPI_Barrier(env().comm()), "MPI_Barrier(counter)");  // every cell is 0 before anyone publishes
+  }
+  ~Counter() {
+    auto guard = env().lock();
+    MPI_Win_unlock_all(win_);
+    MPI_Win_free(&win_);
+  }
+  Counter(const Counter&) = delete;
+  Counter& operator=(const Counter&) = delete;
+
+  // Raises dest's cell to value; when this returns the update is in dest's memory.
+  void publish(int dest, uint64_t value) {
+    auto guard = env().lock();
+    mpi_check(MPI_Accumulate(&value, 1, MPI_UINT64_T, dest, 0, 1, MPI_UINT64_T, MPI_MAX, win_),
+              "MPI_Accumulate(counter)");
+    mpi_check(MPI_Win_flush(dest, win_), "MPI_Win_flush(counter)");
+  }
+  uint64_t read() {
+    auto guard = env().lock();
+    const uint64_t none = 0;
+    uint64_t v = 0;
+    mpi_check(MPI_Fetch_and_op(&none, &v, MPI_UINT64_T, env().rank(), 0, MPI_NO_OP, win_),
+              "MPI_Fetch_and_op(counter)");
+    mpi_check(MPI_Win_flush(env().rank(), win_), "MPI_Win_flush(counter)");
+    return v;
+  }
+
+ private:
+  uint64_t* cell_ = nullptr;
+  MPI_Win win_ = MPI_WIN_NULL;
+};
 
 }  // namespace
 
@@ -82,42 +127,69 @@ BOOST_AUTO_TEST_CASE(all_to_all_storm) {
 }
 
 BOOST_AUTO_TEST_CASE(flow_control_slow_receiver) {
-  // Pairs (0->1), (2->3): a fast sender, 2 slots, a receiver that naps.
-  RmaChannel ch(env(), {.slot_bytes = 64, .slots_per_peer = 2, .name = "flow"});
+  // Pairs (0->1), (2->3): a fast sender, 2 slots. A sender may only reuse a
+  // slot the receiver has consumed. The receiver publishes, before each
+  // recv, how many receives it has begun (into the sender's memory, complete
+  // before the recv starts, so before any credit it returns). After each
+  // send the sender checks that the receiver had begun receiving the message
+  // that last held the slot(s) just written: a send that went ahead without
+  // a credit shows up as a count too low (or as an overwritten slot at the
+  // receiver), whatever the timing. No sleeps, no clocks.
+  constexpr int kSlots = 2;
+  constexpr size_t kSlotBytes = 64;
+  RmaChannel ch(env(), {.slot_bytes = kSlotBytes, .slots_per_peer = kSlots, .name = "flow"});
+  Counter begun;  // at the sender: receives the receiver has begun
   const int me = ch.rank(), n = ch.size();
   const bool sender = me % 2 == 0 && me + 1 < n, receiver = me % 2 == 1;
   const int peer = sender ? me + 1 : me - 1;
   constexpr uint64_t kCount = 400;
+  auto size_at = [](uint64_t i) -> size_t { return i == 0 ? 64 : i == 1 ? 7 : (i % 5 == 0 ? 200 : i % 64); };
+  std::vector<uint64_t> message_of_slot;  // sender: the message each slot (by seq - 1) carried
+  uint64_t early = 0;                     // sends that returned before their slots were freed
+  auto sent = [&](uint64_t i) {
+    const uint64_t chunks = std::max<uint64_t>(1, (size_at(i) + kSlotBytes - 1) / kSlotBytes);
+    message_of_slot.insert(message_of_slot.end(), chunks, i);
+    // The last slot written reused the one kSlots back: its message's receive had begun.
+    if (message_of_slot.size() > size_t(kSlots)) {
+      const uint64_t previous = message_of_slot[message_of_slot.size() - 1 - kSlots];
+      const uint64_t seen = begun.read();
+      if (seen < previous + 1) {
+        ++early;
+        BOOST_TEST_MESSAGE("send " << i << " returned when the receiver had begun " << seen << " receives");
+      }
+      return seen;
+    }
+    return uint64_t(0);
+  };
   if (sender) {
     // Fill the ring while the receiver is held at the barrier: try_send must
     // refuse a third message instead of overwriting.
-    ch.send(peer, 0, pattern(64, seed_of(me, peer, 0)));
-    ch.send(peer, 1, pattern(7, seed_of(me, peer, 1)));
+    ch.send(peer, 0, pattern(size_at(0), seed_of(me, peer, 0)));
+    sent(0);
+    ch.send(peer, 1, pattern(size_at(1), seed_of(me, peer, 1)));
+    sent(1);
     BOOST_TEST(!ch.try_send(peer, 2, pattern(1, seed_of(me, peer, 2))));
+    BOOST_TEST(begun.read() == 0u);  // nothing consumed: the ring is full
   }
   env().barrier();
   if (sender) {
     // Blocking sends from here on, up to 4 slots per message: twice the ring.
-    for (uint64_t i = 2; i < kCount; ++i) {
-      auto data = pattern(i % 5 == 0 ? 200 : i % 64, seed_of(me, peer, i));
-      ch.send(peer, int32_t(i), data);
+    // The first one found the ring full, so it can only have returned after a
+    // credit for message 0's slot, i.e. after the receiver began its first receive.
+    ch.send(peer, 2, pattern(size_at(2), seed_of(me, peer, 2)));
+    BOOST_TEST(sent(2) >= 1u);
+    for (uint64_t i = 3; i < kCount; ++i) {
+      ch.send(peer, int32_t(i), pattern(size_at(i), seed_of(me, peer, i)));
+      sent(i);
     }
-    BOOST_TEST(ch.stats().send_wait_seconds > 0.0);
+    BOOST_TEST(early == 0u);
+    BOOST_TEST(ch.stats().messages_sent == kCount);
   } else if (receiver) {
-    // The ring is full (try_send said so) and only our receives free it, so
-    // the sender's first blocking send must wait for credit -- provided it
-    // gets there before we receive. 2 ms was not enough on a loaded CI
-    // machine (3 ranks, 2 cores, other tests alongside): the sender was off
-    // its core that long and met a free slot. The later naps make the ring
-    // fill again, but a sender may then block inside MPI_Win_flush (targets
-    // that need progress) rather than on credit, so they prove nothing alone.
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     uint64_t bad = 0;
     for (uint64_t i = 0; i < kCount; ++i) {
-      if (i % 40 == 39) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      begun.publish(peer, i + 1);
       Message m = ch.recv(peer);
-      const size_t expected = i == 0 ? 64 : i == 1 ? 7 : (i % 5 == 0 ? 200 : i % 64);
-      if (m.tag != int32_t(i) || m.data.size() != expected || !has_pattern(m.data, seed_of(peer, me, i))) ++bad;
+      if (m.tag != int32_t(i) || m.data.size() != size_at(i) || !has_pattern(m.data, seed_of(peer, me, i))) ++bad;
     }
     BOOST_TEST(bad == 0u);
     BOOST_TEST(!ch.try_recv(peer).has_value());

@@ -2,7 +2,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "sampling/philox.hpp"
@@ -68,8 +70,22 @@ BOOST_AUTO_TEST_CASE(uniforms_are_in_range_and_spread) {
     sum += u;
   }
   BOOST_TEST(std::abs(sum / 10000 - 0.5) < 0.015);  // 5 standard errors
-  BOOST_TEST(philox_uniform(7, 3) == philox_uniform(7, 3));
   BOOST_TEST(philox_uniform(7, 3) != philox_uniform(8, 3));
+}
+
+BOOST_AUTO_TEST_CASE(uniform_known_answers) {
+  // philox_uniform(seed, position) is the top 53 bits of words 0 and 1 of the
+  // block at counter {position lo, position hi, 0, 0}, key {seed lo, seed hi},
+  // times 2^-53 (engine/philox.hpp). Seed 0 at position 0 is Random123's first
+  // known-answer vector, so its uniform follows from that vector alone:
+  const uint64_t kat_bits = (uint64_t(0x6627e8d5) << 32 | 0xe169c58d) >> 11;
+  BOOST_TEST(philox_uniform(0, 0) == double(kat_bits) * 0x1.0p-53);
+  BOOST_TEST(philox_uniform(0, 0) == 0x1.989fa35785a70p-2);
+  // Values from an independent Python Philox4x32-10 (checked against the three
+  // vectors above) and the same mapping; the second puts bits in every word
+  // of counter and key, so a swapped or dropped high word shows.
+  BOOST_TEST(philox_uniform(7, 3) == 0x1.8f9058590021ap-2);
+  BOOST_TEST(philox_uniform((uint64_t(1) << 32) + 5, (uint64_t(1) << 33) + 1) == 0x1.a8f901521e190p-2);
 }
 
 BOOST_AUTO_TEST_CASE(filters_by_hand) {
@@ -170,6 +186,22 @@ BOOST_AUTO_TEST_CASE(greedy_and_logprobs) {
   BOOST_TEST(t.logprob == std::log(0.4), boost::test_tools::tolerance(1e-5));
 }
 
+BOOST_AUTO_TEST_CASE(default_seed_comes_from_the_id) {
+  // Without "seed", the seed is the 64-bit FNV-1a hash of the id (engine/request.cpp):
+  // the published FNV-1a test vectors give the expected values.
+  auto seed_of_id = [](const std::string& id) { return parse_sampling(nlohmann::json::object(), id).seed; };
+  BOOST_TEST(seed_of_id("") == 0xcbf29ce484222325u);  // the offset basis
+  BOOST_TEST(seed_of_id("a") == 0xaf63dc4c8601ec8cu);
+  BOOST_TEST(seed_of_id("foobar") == 0x85944171f73967e8u);
+  // The same id (another string object) gives the same seed; other ids others.
+  BOOST_TEST(seed_of_id(std::string("req-") + "17") == seed_of_id("req-17"));
+  BOOST_TEST(seed_of_id("req-17") != seed_of_id("req-18"));
+  BOOST_TEST(seed_of_id("a") != seed_of_id("b"));
+  // An explicit seed wins over the id.
+  BOOST_TEST(parse_sampling(nlohmann::json::parse(R"({"seed": 9})"), "a").seed == 9u);
+  BOOST_TEST(parse_sampling(nlohmann::json::parse(R"({"seed": 9})"), "b").seed == 9u);
+}
+
 BOOST_AUTO_TEST_CASE(request_sampling_fields) {
   auto parse = [](const std::string& text) { return parse_sampling(nlohmann::json::parse(text), "id"); };
   auto err = [&](const std::string& text) {
@@ -187,7 +219,6 @@ BOOST_AUTO_TEST_CASE(request_sampling_fields) {
   BOOST_TEST(p.logprobs == 1);
   BOOST_TEST(p.top_logprobs == 2);
   BOOST_TEST(parse(R"({"logprobs": true, "top_logprobs": 4})").top_logprobs == 4);
-  BOOST_TEST(parse("{}").seed == parse("{}").seed);  // the default seed comes from the id
   BOOST_TEST(parse("{}").temperature == 0.0f);
   BOOST_TEST(err(R"({"temperature": -1})").find("temperature") != std::string::npos);
   BOOST_TEST(err(R"({"temperature": "hot"})").find("must be a number") != std::string::npos);
