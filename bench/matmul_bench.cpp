@@ -1,7 +1,8 @@
 // Weight-streaming rate of matmul per format: GB/s of weights read for batch 1
 // (decode is bound by memory bandwidth: compare with ~17-19 GB/s per core
 // here, ENVIRONMENT.md) and GFLOP/s for larger batches (compute bound; FMA
-// peak ~98 GFLOP/s per core). Best of 5 trials. With 2+ threads it also
+// peak ~98 GFLOP/s per core). Best of 5 trials. INT8xQ8 / INT4xQ8 rows are
+// the integer-dot path (activations quantized to int8 in each call). With 2+ threads it also
 // prints the pool's dispatch latency (an empty parallel_for, and a decode-
 // sized 512 x 2048 INT8 matmul at n = 1), wall time per call.
 // With `copies` > 1 each call uses the next of that many distinct matrices,
@@ -21,6 +22,7 @@
 #include "common/thread_pool.hpp"
 #include "kernels/isa.hpp"
 #include "kernels/matmul.hpp"
+#include "kernels/matmul_q8.hpp"
 
 using namespace trillion;
 
@@ -66,12 +68,19 @@ double now(bool cpu_time) {
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
+// q8: the integer-dot path, activations quantized in every call (as a model step does).
 double seconds_per_call(const std::vector<Owned>& Ws, const std::vector<float>& x, int64_t n, std::vector<float>& y,
-                        ThreadPool& pool) {
+                        ThreadPool& pool, bool q8 = false) {
   const bool cpu_time = pool.size() == 1;
   size_t next = 0;
+  Q8Rows xq;
   auto call = [&] {
-    matmul(Ws[next].m, x.data(), n, y.data(), pool);
+    if (q8) {
+      quantize_q8(x.data(), n, Ws[next].m.cols, xq);
+      matmul_q8(Ws[next].m, xq, y.data(), pool);
+    } else {
+      matmul(Ws[next].m, x.data(), n, y.data(), pool);
+    }
     next = (next + 1) % Ws.size();
   };
   call();  // warm up
@@ -88,6 +97,15 @@ double seconds_per_call(const std::vector<Owned>& Ws, const std::vector<float>& 
     best = std::min(best, elapsed / reps);
   }
   return best;
+}
+
+// Activations like a model's (random signs and sizes), so quantization sees real groups.
+std::vector<float> random_x(int64_t count) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(count));
+  for (float& v : x) v = g(rng);
+  return x;
 }
 
 // Mean wall seconds of fn() over calls, best of 5 trials.
@@ -142,6 +160,8 @@ int main(int argc, char** argv) {
   if (pool.size() > 1) dispatch_latency(pool);
   for (MatFormat f : {MatFormat::F32, MatFormat::BF16, MatFormat::FP8_B128, MatFormat::INT4_G32,
                       MatFormat::INT8_G32}) {
+   for (bool q8 : {false, true}) {
+    if (q8 && !q8_supports(f)) continue;
     const char* key = f == MatFormat::F32 ? "f32" : f == MatFormat::BF16 ? "bf16" : f == MatFormat::FP8_B128 ? "fp8" : f == MatFormat::INT4_G32 ? "int4" : "int8";
     std::string needle = ",";
     needle.append(key).append(",");
@@ -149,17 +169,22 @@ int main(int argc, char** argv) {
     std::vector<Owned> Ws;
     for (int i = 0; i < copies; ++i) Ws.push_back(make(f, rows, cols));
     const Owned& o = Ws.front();
-    std::vector<float> x(size_t(32 * cols), 0.01f), y(size_t(32 * rows));
-    const double t1 = seconds_per_call(Ws, x, 1, y, pool);
-    const double t4 = seconds_per_call(Ws, x, 4, y, pool);
-    const double t8 = seconds_per_call(Ws, x, 8, y, pool);
-    const double t32 = seconds_per_call(Ws, x, 32, y, pool);
+    std::vector<float> x = random_x(32 * cols), y(size_t(32 * rows));
+    const double t1 = seconds_per_call(Ws, x, 1, y, pool, q8);
+    const double t4 = seconds_per_call(Ws, x, 4, y, pool, q8);
+    const double t8 = seconds_per_call(Ws, x, 8, y, pool, q8);
+    const double t32 = seconds_per_call(Ws, x, 32, y, pool, q8);
     const double flop = 2.0 * double(rows) * double(cols);
-    const char* name = f == MatFormat::F32 ? "F32" : f == MatFormat::BF16 ? "BF16" : f == MatFormat::FP8_B128 ? "FP8_B128" : f == MatFormat::INT4_G32 ? "INT4_G32" : "INT8_G32";
+    const char* name = f == MatFormat::F32        ? "F32"
+                       : f == MatFormat::BF16     ? "BF16"
+                       : f == MatFormat::FP8_B128 ? "FP8_B128"
+                       : f == MatFormat::INT4_G32 ? (q8 ? "INT4xQ8" : "INT4_G32")
+                                                  : (q8 ? "INT8xQ8" : "INT8_G32");
     const double bytes = double(qmatrix_bytes(o.m));
     std::printf("%-9s %9.1f %9.2f %9.1f %12.1f %9.1f %12.1f %13.1f\n", name, bytes / t1 / 1e9,
                 double(rows * cols) / t1 / 1e9, bytes / t4 / 1e9, 4 * flop / t4 / 1e9, bytes / t8 / 1e9,
                 8 * flop / t8 / 1e9, 32 * flop / t32 / 1e9);
+   }
   }
   return 0;
 }

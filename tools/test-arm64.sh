@@ -12,3 +12,7 @@ for isa in best neon portable; do
   echo "TRILLION_ISA=$isa:"
   TRILLION_ISA=$isa qemu-aarch64 -L /usr/aarch64-linux-gnu "$build/tests/kernels/kernel_selftest"
 done
+# An ARMv8.0 CPU without dotprod: the integer-dot path takes widening
+# multiplies instead of SDOT (qemu's default CPU has dotprod).
+echo "TRILLION_ISA=neon on cortex-a53 (no dotprod):"
+TRILLION_ISA=neon qemu-aarch64 -cpu cortex-a53 -L /usr/aarch64-linux-gnu "$build/tests/kernels/kernel_selftest"

@@ -14,6 +14,8 @@
 
 namespace trillion {
 
+struct Q8Rows;  // matmul_q8.hpp
+
 struct KernelTable {
   // y[t*ldy + r] = sum_c W[r][c] * x[t*W.cols + c]  for t < n, r in [r0, r1).
   void (*matmul_rows)(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy,
@@ -27,6 +29,11 @@ struct KernelTable {
   float (*dot)(const float* a, const float* b, int64_t n);
   // y[i] += alpha * x[i].
   void (*axpy)(float alpha, const float* x, float* y, int64_t n);
+  // The integer-dot path (matmul_q8.hpp defines both to the bit): one
+  // activation row x[cols] quantized into q[groups * 32] and d[groups]; and
+  // y[t*ldy + r] = (W . xq)[t][r] for t < xq.n, r in [r0, r1), W INT8_G32 or INT4_G32.
+  void (*quantize_q8_row)(const float* x, int64_t cols, int8_t* q, float* d);
+  void (*matmul_q8_rows)(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1);
 };
 
 const KernelTable& portable_kernel_table();

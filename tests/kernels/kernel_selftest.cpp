@@ -1,7 +1,8 @@
 // Boost-free kernel test (for cross-built targets run under qemu, where no
 // Boost exists): every available path against float64 within the rounding
-// bound, and the determinism contract (bits independent of n, of the other
-// rows of x and of the row/column split). Prints "N passed, N failed".
+// bound, the determinism contract (bits independent of n, of the other rows
+// of x and of the row/column split) and the integer-dot path's checks
+// (q8_checks.hpp). Prints "N passed, N failed".
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include "kernels/matmul.hpp"
 #include "isa_report.hpp"
 #include "kernel_checks.hpp"
+#include "q8_checks.hpp"
 #include "random_matrix.hpp"
 
 using namespace trillion;
@@ -108,6 +110,11 @@ int main() {
   report_skipped_isas();
   for (KernelIsa isa : available_isas())
     for (const MatmulShape& c : kMatmulShapes) test_case(isa, c);
+  int q8_checks = 0;
+  const std::vector<std::string> q8 = q8_failures(&q8_checks);  // the integer-dot path
+  for (const std::string& f : q8) std::printf("FAIL %s\n", f.c_str());
+  failed += int(q8.size());
+  passed += q8_checks - int(q8.size());
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

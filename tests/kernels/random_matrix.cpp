@@ -119,6 +119,18 @@ double RandomMatrix::value(int64_t r, int64_t c) const {
   return 0.0;
 }
 
+int32_t RandomMatrix::qvalue(int64_t r, int64_t c) const {
+  const int64_t i = r * cols + c;
+  if (format == MatFormat::INT4_G32) return ((data[size_t(i / 2)] >> (4 * (i % 2))) & 15) - 8;
+  return int8_t(data[size_t(i)]);
+}
+
+float RandomMatrix::qscale(int64_t r, int64_t g) const {
+  uint16_t h;
+  std::memcpy(&h, &scale[size_t(2 * (r * scale_cols + g))], 2);
+  return bf16_to_f32(h);
+}
+
 void matmul_f64(const RandomMatrix& W, const std::vector<float>& x, int64_t n, std::vector<double>& y,
                 std::vector<double>& s) {
   y.assign(size_t(n * W.rows), 0.0);

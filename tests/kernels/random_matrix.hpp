@@ -19,6 +19,9 @@ struct RandomMatrix {
   RandomMatrix(MatFormat format, int64_t rows, int64_t cols, uint64_t seed);
   QMatrix view() const;
   double value(int64_t r, int64_t c) const;  // exact W[r][c]
+  // INT4_G32 / INT8_G32: the integer q of W[r][c] and the scale of its group g.
+  int32_t qvalue(int64_t r, int64_t c) const;
+  float qscale(int64_t r, int64_t g) const;
 };
 
 std::vector<float> random_floats(int64_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f);

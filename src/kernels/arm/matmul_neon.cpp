@@ -110,10 +110,13 @@ namespace neon {
 void matmul_t_cols(const QMatrix& W, const float* x, int64_t n, float* y, int64_t c0, int64_t c1);
 float dot(const float* a, const float* b, int64_t n);
 void axpy(float alpha, const float* x, float* y, int64_t n);
+void quantize_q8_row(const float* x, int64_t cols, int8_t* q, float* d);
+void matmul_q8_rows(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1);
 }  // namespace neon
 
 const KernelTable* neon_kernel_table() {
-  static constexpr KernelTable table = {neon::matmul_rows, neon::matmul_t_cols, neon::dot, neon::axpy};
+  static constexpr KernelTable table = {neon::matmul_rows,     neon::matmul_t_cols, neon::dot, neon::axpy,
+                                        neon::quantize_q8_row, neon::matmul_q8_rows};
   return &table;
 }
 

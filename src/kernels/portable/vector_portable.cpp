@@ -6,6 +6,8 @@ namespace trillion {
 void portable_matmul_rows(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
                           int64_t r1);
 void portable_matmul_t_cols(const QMatrix& W, const float* x, int64_t n, float* y, int64_t c0, int64_t c1);
+void portable_quantize_q8_row(const float* x, int64_t cols, int8_t* q, float* d);
+void portable_matmul_q8_rows(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1);
 
 namespace {
 
@@ -24,7 +26,8 @@ void portable_axpy(float alpha, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
-constexpr KernelTable kPortable = {portable_matmul_rows, portable_matmul_t_cols, portable_dot, portable_axpy};
+constexpr KernelTable kPortable = {portable_matmul_rows,     portable_matmul_t_cols, portable_dot, portable_axpy,
+                                   portable_quantize_q8_row, portable_matmul_q8_rows};
 
 }  // namespace
 

@@ -8,10 +8,13 @@ void matmul_rows(const QMatrix& W, const float* x, int64_t n, float* y, int64_t 
 void matmul_t_cols(const QMatrix& W, const float* x, int64_t n, float* y, int64_t c0, int64_t c1);
 float dot(const float* a, const float* b, int64_t n);
 void axpy(float alpha, const float* x, float* y, int64_t n);
+void quantize_q8_row(const float* x, int64_t cols, int8_t* q, float* d);
+void matmul_q8_rows(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1);
 }  // namespace avx2
 
 namespace {
-constexpr KernelTable kAvx2 = {avx2::matmul_rows, avx2::matmul_t_cols, avx2::dot, avx2::axpy};
+constexpr KernelTable kAvx2 = {avx2::matmul_rows, avx2::matmul_t_cols,   avx2::dot, avx2::axpy,
+                               avx2::quantize_q8_row, avx2::matmul_q8_rows};
 }  // namespace
 
 const KernelTable* avx2_kernel_table() { return &kAvx2; }

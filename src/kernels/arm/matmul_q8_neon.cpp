@@ -1,0 +1,87 @@
+// NEON integer-dot kernels on every arm64 CPU: quantization of activation
+// rows, and the product with widening multiplies and pairwise adds, or SDOT
+// (matmul_q8_sdot.cpp) when the CPU has dotprod. Same bits either way.
+#include <cfloat>
+#include <cmath>
+
+#if defined(__linux__)
+#include <sys/auxv.h>
+#endif
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
+#include "kernels/arm/q8_neon_tile.hpp"
+#include "kernels/q8_scalar.hpp"
+
+namespace trillion::neon {
+
+void matmul_q8_rows_sdot(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1);
+
+namespace {
+
+struct WideningSum {
+  // Products of columns 0-7 and 8-15 as int16, pairs to int32, pairs again:
+  // lane k = columns 4k..4k+3.
+  static int32x4_t sum4(int8x16_t a, int8x16_t b) {
+    const int32x4_t s0 = vpaddlq_s16(vmull_s8(vget_low_s8(a), vget_low_s8(b)));
+    const int32x4_t s1 = vpaddlq_s16(vmull_high_s8(a, b));
+    return vpaddq_s32(s0, s1);
+  }
+};
+
+bool cpu_has_dotprod() {
+#if defined(__linux__) && defined(HWCAP_ASIMDDP)
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#elif defined(__APPLE__)
+  int v = 0;
+  size_t len = sizeof v;
+  return sysctlbyname("hw.optional.arm.FEAT_DotProd", &v, &len, nullptr, 0) == 0 && v != 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+void quantize_q8_row(const float* x, int64_t cols, int8_t* q, float* d) {
+  const int64_t full = cols / kQ8Group;
+  for (int64_t g = 0; g < full; ++g) {
+    const float* xg = x + g * kQ8Group;
+    float32x4_t v[8];
+    float32x4_t amax = vdupq_n_f32(0.0f);
+    uint32x4_t finite = vdupq_n_u32(~0u);
+    for (int k = 0; k < 8; ++k) {
+      v[k] = vld1q_f32(xg + 4 * k);
+      const float32x4_t a = vabsq_f32(v[k]);
+      finite = vandq_u32(finite, vcleq_f32(a, vdupq_n_f32(FLT_MAX)));  // false for NaN and inf
+      amax = vmaxq_f32(amax, a);
+    }
+    const bool ok = vminvq_u32(finite) != 0;
+    const float dg = ok ? vmaxvq_f32(amax) / 127.0f : NAN;
+    d[g] = dg;
+    int8_t* qg = q + g * kQ8Group;
+    if (!(ok && dg > 0.0f)) {
+      vst1q_s8(qg, vdupq_n_s8(0));
+      vst1q_s8(qg + 16, vdupq_n_s8(0));
+      continue;
+    }
+    const float32x4_t dv = vdupq_n_f32(dg);
+    int16x8_t h[4];
+    for (int k = 0; k < 4; ++k)  // x / d exactly rounded, then to nearest, ties to even
+      h[k] = vcombine_s16(vqmovn_s32(vcvtnq_s32_f32(vdivq_f32(v[2 * k], dv))),
+                          vqmovn_s32(vcvtnq_s32_f32(vdivq_f32(v[2 * k + 1], dv))));
+    vst1q_s8(qg, vcombine_s8(vqmovn_s16(h[0]), vqmovn_s16(h[1])));
+    vst1q_s8(qg + 16, vcombine_s8(vqmovn_s16(h[2]), vqmovn_s16(h[3])));
+  }
+  if (full * kQ8Group < cols)  // the partial last group: the same operations, one column at a time
+    d[full] = quantize_q8_group_scalar(x, full * kQ8Group, cols, q + full * kQ8Group);
+}
+
+void matmul_q8_rows(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  static const bool sdot = cpu_has_dotprod();
+  if (sdot) matmul_q8_rows_sdot(W, xq, y, ldy, r0, r1);
+  else matmul_q8_rows_with<WideningSum>(W, xq, y, ldy, r0, r1);
+}
+
+}  // namespace trillion::neon

@@ -1,0 +1,101 @@
+// The NEON integer-dot tile (matmul_q8.hpp defines the arithmetic to the
+// bit), over a lane-sum operation `Dot`: acc lane k += the exact sum of
+// columns 4k..4k+3 of a 16-column half group. matmul_q8_neon.cpp gives it
+// widening multiplies (every arm64 CPU), matmul_q8_sdot.cpp SDOT (ARMv8.2
+// dotprod, built with that flag); both sums are exact, so both give the same
+// bits. Lanes 0-3 of the definition are the first half group's, 4-7 the
+// second's. Internal linkage: each file gets its own copy.
+#pragma once
+#include <arm_neon.h>
+
+#include <cstring>
+
+#include "kernels/arm/neon_formats.hpp"
+#include "kernels/matmul_q8.hpp"
+
+namespace trillion::neon {
+namespace {
+
+// ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)) with a0-3 in lo, a4-7 in hi.
+inline float hsum(float32x4_t lo, float32x4_t hi) {
+  const float32x4_t b = vaddq_f32(lo, hi);
+  const float32x2_t c = vadd_f32(vget_low_f32(b), vget_high_f32(b));
+  return vget_lane_f32(c, 0) + vget_lane_f32(c, 1);
+}
+
+// Group g of row r as two halves of 16 int8 weights.
+template <MatFormat F>
+inline void load_group(const QMatrix& W, int64_t r, int64_t g, int8x16_t& w0, int8x16_t& w1) {
+  if constexpr (F == MatFormat::INT8_G32) {
+    const int8_t* p = static_cast<const int8_t*>(W.data) + r * W.cols + g * kQ8Group;
+    const int64_t left = W.cols - g * kQ8Group;
+    if (left >= kQ8Group) {
+      w0 = vld1q_s8(p);
+      w1 = vld1q_s8(p + 16);
+      return;
+    }
+    int8_t buf[kQ8Group] = {};  // the row's partial last group; never read past its end
+    std::memcpy(buf, p, size_t(left));
+    w0 = vld1q_s8(buf);
+    w1 = vld1q_s8(buf + 16);
+  } else {
+    const uint8_t* p = static_cast<const uint8_t*>(W.data) + (r * W.cols + g * kQ8Group) / 2;
+    const uint8x16_t b = vld1q_u8(p);
+    const uint8x16_t lo = vandq_u8(b, vdupq_n_u8(0x0F)), hi = vshrq_n_u8(b, 4);
+    // Byte i holds columns 2i (low nibble) and 2i + 1: interleave back to column order.
+    const uint8x16x2_t z = vzipq_u8(lo, hi);
+    w0 = vsubq_s8(vreinterpretq_s8_u8(z.val[0]), vdupq_n_s8(8));
+    w1 = vsubq_s8(vreinterpretq_s8_u8(z.val[1]), vdupq_n_s8(8));
+  }
+}
+
+template <class Dot, MatFormat F, int R, int T>
+void tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float* y, int64_t ldy) {
+  const uint16_t* wscale = static_cast<const uint16_t*>(W.scale);
+  float32x4_t lo[R][T], hi[R][T];
+  for (int i = 0; i < R; ++i)
+    for (int t = 0; t < T; ++t) lo[i][t] = hi[i][t] = vdupq_n_f32(0.0f);
+  for (int64_t g = 0; g < xq.groups; ++g) {
+    int8x16_t x0[T], x1[T];
+    float d[T];
+    for (int t = 0; t < T; ++t) {
+      const int8_t* q = xq.row_q(t0 + t) + g * kQ8Group;
+      x0[t] = vld1q_s8(q);
+      x1[t] = vld1q_s8(q + 16);
+      d[t] = xq.row_d(t0 + t)[g];
+    }
+    for (int i = 0; i < R; ++i) {
+      int8x16_t w0, w1;
+      load_group<F>(W, r0 + i, g, w0, w1);
+      const float ws = bf16_value(wscale[(r0 + i) * W.scale_cols + g]);
+      for (int t = 0; t < T; ++t) {
+        const float32x4_t s = vdupq_n_f32(ws * d[t]);
+        lo[i][t] = vfmaq_f32(lo[i][t], vcvtq_f32_s32(Dot::sum4(w0, x0[t])), s);
+        hi[i][t] = vfmaq_f32(hi[i][t], vcvtq_f32_s32(Dot::sum4(w1, x1[t])), s);
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + i] = hsum(lo[i][t], hi[i][t]);
+}
+
+template <class Dot, MatFormat F>
+void rows_q8(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  auto all_tokens = [&]<int R>(int64_t r) {
+    int64_t t = 0;
+    for (; t + 2 <= xq.n; t += 2) tile<Dot, F, R, 2>(W, xq, r, t, y, ldy);
+    if (t < xq.n) tile<Dot, F, R, 1>(W, xq, r, t, y, ldy);
+  };
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) all_tokens.template operator()<4>(r);
+  for (; r < r1; ++r) all_tokens.template operator()<1>(r);
+}
+
+template <class Dot>
+void matmul_q8_rows_with(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  if (W.format == MatFormat::INT8_G32) rows_q8<Dot, MatFormat::INT8_G32>(W, xq, y, ldy, r0, r1);
+  else rows_q8<Dot, MatFormat::INT4_G32>(W, xq, y, ldy, r0, r1);
+}
+
+}  // namespace
+}  // namespace trillion::neon

@@ -1,0 +1,66 @@
+// Drivers of the integer-dot path: quantize rows, split output rows over
+// threads, call the process's kernel table (any split gives the same bits).
+#include "kernels/matmul_q8.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "common/error.hpp"
+#include "kernels/kernel_table.hpp"
+
+namespace trillion {
+namespace {
+
+constexpr int64_t kRowTile = 4;        // rows per work unit
+constexpr int64_t kMinWork = 1 << 17;  // multiply-adds per thread chunk worth a wake-up
+
+void check_q8(const QMatrix& W, const Q8Rows& xq) {
+  check_qmatrix(W);
+  if (!q8_supports(W.format)) throw Error("matmul_q8: weight format has no integer-dot path");
+  if (xq.cols != W.cols)
+    throw Error("matmul_q8: activations have " + std::to_string(xq.cols) + " columns, weights " +
+                std::to_string(W.cols));
+}
+
+void resize(Q8Rows& out, int64_t n, int64_t cols) {
+  out.n = n;
+  out.cols = cols;
+  out.groups = (cols + kQ8Group - 1) / kQ8Group;
+  out.q.resize(size_t(n * out.groups * kQ8Group));
+  out.d.resize(size_t(n * out.groups));
+}
+
+void quantize_with(const KernelTable& k, const float* x, int64_t n, int64_t cols, Q8Rows& out) {
+  resize(out, n, cols);
+  for (int64_t t = 0; t < n; ++t)
+    k.quantize_q8_row(x + t * cols, cols, out.q.data() + t * out.groups * kQ8Group, out.d.data() + t * out.groups);
+}
+
+}  // namespace
+
+bool q8_supports(MatFormat f) { return f == MatFormat::INT8_G32 || f == MatFormat::INT4_G32; }
+
+void quantize_q8(const float* x, int64_t n, int64_t cols, Q8Rows& out) {
+  quantize_with(active_kernel_table(), x, n, cols, out);
+}
+
+void quantize_q8_ref(const float* x, int64_t n, int64_t cols, Q8Rows& out) {
+  quantize_with(portable_kernel_table(), x, n, cols, out);
+}
+
+void matmul_q8(const QMatrix& W, const Q8Rows& xq, float* y, ThreadPool& pool) {
+  check_q8(W, xq);
+  const KernelTable& k = active_kernel_table();
+  const int64_t units = (W.rows + kRowTile - 1) / kRowTile;
+  const int64_t grain = std::max<int64_t>(1, kMinWork / std::max<int64_t>(1, kRowTile * W.cols * xq.n));
+  pool.parallel_for(units, grain, [&](int64_t b, int64_t e) {
+    k.matmul_q8_rows(W, xq, y, W.rows, b * kRowTile, std::min(W.rows, e * kRowTile));
+  });
+}
+
+void matmul_q8_ref(const QMatrix& W, const Q8Rows& xq, float* y) {
+  check_q8(W, xq);
+  portable_kernel_table().matmul_q8_rows(W, xq, y, W.rows, 0, W.rows);
+}
+
+}  // namespace trillion

@@ -1,0 +1,205 @@
+#include "q8_checks.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "common/thread_pool.hpp"
+#include "kernel_checks.hpp"
+#include "kernels/kernel_table.hpp"
+#include "kernels/matmul_q8.hpp"
+#include "random_matrix.hpp"
+
+namespace trillion::test {
+namespace {
+
+struct Checker {
+  std::vector<std::string> failures;
+  int checks = 0;
+  void operator()(bool ok, const std::string& what) {
+    ++checks;
+    if (!ok) failures.push_back(what);
+  }
+};
+
+std::string where(KernelIsa isa, MatFormat f, int64_t rows, int64_t cols, int64_t n) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, " [%s %s %lldx%lld n=%lld]", to_string(isa), format_name(f), (long long)rows,
+                (long long)cols, (long long)n);
+  return buf;
+}
+
+void quantize_with(const KernelTable& k, const float* x, int64_t n, int64_t cols, Q8Rows& out) {
+  out.n = n;
+  out.cols = cols;
+  out.groups = (cols + kQ8Group - 1) / kQ8Group;
+  out.q.assign(size_t(n * out.groups * kQ8Group), 99);  // the kernel must write every byte
+  out.d.assign(size_t(n * out.groups), -1.0f);
+  for (int64_t t = 0; t < n; ++t)
+    k.quantize_q8_row(x + t * cols, cols, out.q.data() + t * out.groups * kQ8Group, out.d.data() + t * out.groups);
+}
+
+bool same_q8(const Q8Rows& a, const Q8Rows& b) {
+  return a.q == b.q && same_bits(a.d.data(), b.d.data(), a.d.size());
+}
+
+// Hand-computed: a group with absmax 127 has d = 1, so x/d = x and the ties
+// k + 0.5 go to the even neighbour; an all-zero group has d = 0, q = 0; a
+// group holding NaN or inf has d = NaN, q = 0; padding past cols is 0.
+void check_hand_cases(Checker& check, KernelIsa isa) {
+  const KernelTable& k = kernel_table(isa);
+  std::vector<float> x(96, 0.0f);
+  const float ties[] = {127.0f, 2.5f, 3.5f, -0.5f, -1.5f, 0.5f, -126.5f, 126.4f};
+  const int expect[] = {127, 2, 4, 0, -2, 0, -126, 126};
+  for (int i = 0; i < 8; ++i) x[size_t(i)] = ties[i];
+  x[64] = 1.0f;
+  x[65] = std::numeric_limits<float>::quiet_NaN();
+  Q8Rows q;
+  quantize_with(k, x.data(), 1, 70, q);  // groups: [0,32) ties, [32,64) zeros, [64,70) NaN + padding
+  bool ok = q.groups == 3 && q.d[0] == 1.0f && q.d[1] == 0.0f && std::isnan(q.d[2]);
+  for (int i = 0; i < 8; ++i) ok = ok && q.q[size_t(i)] == expect[i];
+  for (size_t i = 8; i < q.q.size(); ++i) ok = ok && q.q[i] == 0;
+  check(ok, std::string("quantize hand cases [") + to_string(isa) + "]");
+}
+
+// Independent of the kernels: d = float(absmax / 127) and q = rint(float(x / d)),
+// computed in float64 (double rounding to float is exact for one division).
+void check_against_f64(Checker& check, KernelIsa isa, const std::vector<float>& x, int64_t n, int64_t cols) {
+  Q8Rows q;
+  quantize_with(kernel_table(isa), x.data(), n, cols, q);
+  bool ok = true;
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t g = 0; g < q.groups; ++g) {
+      double amax = 0;
+      for (int64_t c = g * 32; c < std::min(cols, g * 32 + 32); ++c) amax = std::max(amax, std::fabs(double(x[size_t(t * cols + c)])));
+      const float d = float(amax / 127.0);
+      ok = ok && q.row_d(t)[g] == d;
+      for (int64_t j = 0; j < 32; ++j) {
+        const int64_t c = g * 32 + j;
+        const int want = c < cols && d > 0 ? int(std::nearbyint(float(double(x[size_t(t * cols + c)]) / double(d)))) : 0;
+        ok = ok && q.row_q(t)[c] == want;
+      }
+    }
+  check(ok, std::string("quantize vs float64 [") + to_string(isa) + " cols=" + std::to_string(cols) + "]");
+}
+
+// y64[t][r] = sum_g s_g * isum_g exactly (isum exact, s_g the float32 product
+// the definition uses), with bound[t][r] = (G + 4) u sum_{g,k} |s_g * isum_gk|
+// over the lane sums: the error of G fma per lane and the 3-level tree,
+// u = 2^-24.
+void exact_reference(const RandomMatrix& W, const Q8Rows& q, std::vector<double>& y64, std::vector<double>& bound) {
+  y64.assign(size_t(q.n * W.rows), 0.0);
+  bound.assign(size_t(q.n * W.rows), 0.0);
+  const double u = std::ldexp(1.0, -24);
+  for (int64_t t = 0; t < q.n; ++t)
+    for (int64_t r = 0; r < W.rows; ++r) {
+      double y = 0, mag = 0;
+      for (int64_t g = 0; g < q.groups; ++g) {
+        const float s = W.qscale(r, g) * q.row_d(t)[g];
+        for (int64_t k = 0; k < 8; ++k) {
+          int64_t lane = 0;
+          for (int64_t c = g * 32 + 4 * k; c < std::min(W.cols, g * 32 + 4 * k + 4); ++c)
+            lane += int64_t(W.qvalue(r, c)) * q.row_q(t)[c];
+          y += double(s) * double(lane);
+          mag += std::fabs(double(s) * double(lane));
+        }
+      }
+      y64[size_t(t * W.rows + r)] = y;
+      bound[size_t(t * W.rows + r)] = double(q.groups + 4) * u * mag + 1e-30;
+    }
+}
+
+void check_products(Checker& check, KernelIsa isa, const MatmulShape& c) {
+  const KernelTable& k = kernel_table(isa);
+  RandomMatrix W(c.format, c.rows, c.cols, 11);
+  const QMatrix Wv = W.view();
+  const int64_t pool_rows = 21;
+  const std::vector<float> x = random_floats(pool_rows * c.cols, 12, -3.0f, 3.0f);
+  Q8Rows all;
+  quantize_with(k, x.data(), pool_rows, c.cols, all);
+  Q8Rows ref;
+  quantize_q8_ref(x.data(), pool_rows, c.cols, ref);
+  check(same_q8(all, ref), "quantize bits vs portable" + where(isa, c.format, c.rows, c.cols, pool_rows));
+
+  std::vector<float> y(size_t(pool_rows * c.rows)), yref(y.size());
+  k.matmul_q8_rows(Wv, all, y.data(), c.rows, 0, c.rows);
+  matmul_q8_ref(Wv, ref, yref.data());
+  check(same_bits(y.data(), yref.data(), y.size()), "product bits vs portable" + where(isa, c.format, c.rows, c.cols, pool_rows));
+
+  std::vector<double> y64, bound;
+  exact_reference(W, all, y64, bound);
+  bool in_bound = true;
+  for (size_t i = 0; i < y.size(); ++i) in_bound = in_bound && std::fabs(double(y[i]) - y64[i]) <= bound[i];
+  check(in_bound, "product vs exact-integer float64" + where(isa, c.format, c.rows, c.cols, pool_rows));
+
+  // Against the float64 product of the unquantized activations: each
+  // activation moves by at most d_g / 2, so |y - x.W| <= sum_c |W[r][c]| d_g / 2
+  // (+ the rounding bound above).
+  std::vector<double> yx, sx;
+  matmul_f64(W, x, pool_rows, yx, sx);
+  bool quant_ok = true;
+  for (int64_t t = 0; t < pool_rows; ++t)
+    for (int64_t r = 0; r < c.rows; ++r) {
+      double b = 0;
+      for (int64_t col = 0; col < c.cols; ++col) b += std::fabs(W.value(r, col)) * all.row_d(t)[col / 32] / 2;
+      const size_t i = size_t(t * c.rows + r);
+      quant_ok = quant_ok && std::fabs(double(y[i]) - yx[i]) <= b * (1 + 1e-6) + bound[i];
+    }
+  check(quant_ok, "product vs float64 of unquantized x" + where(isa, c.format, c.rows, c.cols, pool_rows));
+
+  // Bits independent of n, of the offset among other tokens and of the row split.
+  for (int64_t n : {1, 2, 3, 5, 8}) {
+    for (int64_t offset : {int64_t(0), int64_t(3)}) {
+      Q8Rows part;
+      quantize_with(k, &x[size_t(offset * c.cols)], n, c.cols, part);
+      std::vector<float> yp(size_t(n * c.rows));
+      const int64_t mid = c.rows / 3;
+      k.matmul_q8_rows(Wv, part, yp.data(), c.rows, 0, mid);
+      k.matmul_q8_rows(Wv, part, yp.data(), c.rows, mid, c.rows);
+      check(same_bits(yp.data(), &y[size_t(offset * c.rows)], yp.size()),
+            "product bits vs batch of 21 (offset " + std::to_string(offset) + ", split)" +
+                where(isa, c.format, c.rows, c.cols, n));
+    }
+  }
+}
+
+// The pool driver: any thread count gives the bits of one call.
+void check_threads(Checker& check) {
+  for (MatFormat f : {MatFormat::INT8_G32, MatFormat::INT4_G32}) {
+    RandomMatrix W(f, 61, 96, 21);
+    const std::vector<float> x = random_floats(5 * 96, 22);
+    Q8Rows q;
+    quantize_q8(x.data(), 5, 96, q);
+    std::vector<float> serial(size_t(5 * 61)), y(serial.size());
+    active_kernel_table().matmul_q8_rows(W.view(), q, serial.data(), 61, 0, 61);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      matmul_q8(W.view(), q, y.data(), pool);
+      check(same_bits(y.data(), serial.data(), y.size()),
+            std::string("matmul_q8 bits vs serial [") + format_name(f) + " threads=" + std::to_string(threads) + "]");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> q8_failures(int* checks) {
+  Checker check;
+  const std::vector<MatmulShape> shapes = {
+      {MatFormat::INT8_G32, 7, 96}, {MatFormat::INT8_G32, 33, 203}, {MatFormat::INT8_G32, 5, 1000},
+      {MatFormat::INT8_G32, 1, 7},  {MatFormat::INT4_G32, 7, 96},   {MatFormat::INT4_G32, 40, 256},
+      {MatFormat::INT4_G32, 1, 32}, {MatFormat::INT4_G32, 9, 2048}};
+  for (KernelIsa isa : available_isas()) {
+    check_hand_cases(check, isa);
+    for (int64_t cols : {1, 31, 32, 33, 100, 257}) {
+      const std::vector<float> x = random_floats(3 * cols, uint64_t(cols), -50.0f, 50.0f);
+      check_against_f64(check, isa, x, 3, cols);
+    }
+    for (const MatmulShape& s : shapes) check_products(check, isa, s);
+  }
+  check_threads(check);
+  *checks += check.checks;
+  return check.failures;
+}
+
+}  // namespace trillion::test
