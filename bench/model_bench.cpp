@@ -224,10 +224,10 @@ struct StepStats {
 
 class Bench {
  public:
-  Bench(const ModelConfig& cfg, TensorSource& src, ThreadPool& pool)
+  Bench(const ModelConfig& cfg, TensorSource& src, ThreadPool& pool, Activations act)
       : cfg_(cfg), costs_(measure_costs(cfg, src)),
-        local_(cfg, whole_model(cfg), src, pool), counting_(local_, costs_),
-        model_(cfg, whole_model(cfg), src, pool, &counting_) {}
+        local_(cfg, whole_model(cfg), src, pool, act), counting_(local_, costs_),
+        model_(cfg, whole_model(cfg), src, pool, &counting_, act) {}
 
   const Costs& costs() const { return costs_; }
 
@@ -367,7 +367,7 @@ std::vector<int> parse_list(const std::string& s) {
 }  // namespace
 
 int run(int argc, char** argv) {
-  std::string model_dir, json_path, batches_arg = "1,4,16,64";
+  std::string model_dir, json_path, batches_arg = "1,4,16,64", activations = "f32";
   bool with_floor = false;
   int threads = 0, prefill_seqs = 4, prefill_len = 128, context = 32, steps = 16, reps = 3;
   Limits lim;
@@ -388,11 +388,12 @@ int run(int argc, char** argv) {
     else if (a == "--bandwidth") lim.gbps = std::stod(next());
     else if (a == "--peak") lim.gflops = std::stod(next());
     else if (a == "--json") json_path = next();
+    else if (a == "--activations") activations = next();
     else if (a == "--floor") with_floor = true;
     else {
       std::fprintf(stderr, "usage: bench_model --model DIR [--threads N] [--prefill-seqs S] [--prefill-len P]\n"
                            "  [--context C] [--batches 1,4,16,64] [--steps N] [--reps R] [--bandwidth GBPS]\n"
-                           "  [--peak GFLOPS] [--floor] [--json FILE]\n"
+                           "  [--peak GFLOPS] [--floor] [--json FILE] [--activations f32|int8]\n"
                            "--floor: also time each matrix of a batch-1 step alone (the kernels' floor)\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
@@ -405,7 +406,9 @@ int run(int argc, char** argv) {
   auto store = ModelStore::open(model_dir, StoreOptions{false});
   const ModelConfig& cfg = store->config();
   ThreadPool pool(threads);
-  Bench bench(cfg, *store, pool);
+  const Activations act = parse_activations(activations);
+  std::printf("compute path: %s\n", to_string(act));
+  Bench bench(cfg, *store, pool, act);
   const std::vector<int> batches = parse_list(batches_arg);
   std::unique_ptr<FloorTimer> floor_timer;
   if (with_floor) floor_timer = std::make_unique<FloorTimer>(b1_floor_matrices(cfg, *store), pool);

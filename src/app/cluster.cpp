@@ -43,6 +43,7 @@ void Cluster::set_up() {
     if (opts_.kv_cache_tokens < 0) throw InputError("--kv-cache-tokens must be >= 0");
     if (opts_.metrics_interval < 0) throw InputError("--metrics-interval must be >= 0");
     mode = parse_parallel_mode(opts_.parallel);
+    const Activations act = parse_activations(opts_.activations);
     store_ = ModelStore::open(opts_.model_dir, StoreOptions{opts_.verify});
     const ModelConfig& cfg = store_->config();
     const int64_t max_len =
@@ -50,7 +51,8 @@ void Cluster::set_up() {
     if (max_len > cfg.max_position_embeddings)
       throw InputError("--max-len " + std::to_string(max_len) + " exceeds the model's max_position_embeddings (" +
                        std::to_string(cfg.max_position_embeddings) + ")");
-    shape = RunShape{opts_.max_batch, int32_t(max_len), opts_.micro_batches, opts_.kv_cache_tokens, opts_.step_tokens};
+    shape = RunShape{opts_.max_batch, int32_t(max_len), opts_.micro_batches, opts_.kv_cache_tokens, opts_.step_tokens,
+                     act};
     layout_ = make_layout(cfg, model_sizes(cfg, store_->manifest()), mode, env_->size(), opts_.stages);
     // Ranks sharing a host share its cores: by default each takes its part
     // of the physical cores; spinning for work only pays when no thread
@@ -102,6 +104,7 @@ void Cluster::write_metrics(nlohmann::json j, const std::vector<RankMetrics>& ra
   j["ranks"] = env_->size();
   j["parallel"] = env_->size() > 1 ? to_string(layout_.mode) : "single";
   j["threads_per_rank"] = pool_->size();
+  j["activations"] = opts_.activations;  // the compute path (f32: exact; int8: integer dot products)
   j["max_batch"] = opts_.max_batch;
   j["step_tokens"] = opts_.step_tokens;
   j["kv_cache_blocks"] = kv.blocks_per_pool();  // per pool (per rank), of kv_block_tokens positions

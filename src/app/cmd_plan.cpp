@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "model/kv_cache.hpp"
 #include "model/kv_pools.hpp"
+#include "model/linear.hpp"
 #include "plan/hostfile.hpp"
 #include "plan/layout.hpp"
 #include "store/manifest.hpp"
@@ -33,7 +34,7 @@ std::string gib(int64_t b) {
 }  // namespace
 
 int run_plan(const Args& args) {
-  std::string model_dir, hostfile, parallel = "pipeline", stages;
+  std::string model_dir, hostfile, parallel = "pipeline", stages, activations = "f32";
   int ranks = 0, kv_slots = 8, kv_len = 4096;
   int64_t kv_tokens = 0;
   bool as_json = false;
@@ -48,6 +49,7 @@ int run_plan(const Args& args) {
       ("max-len", po::value(&kv_len)->default_value(4096), "positions per slot (for the KV cache estimate)")
       ("kv-cache-tokens", po::value(&kv_tokens)->default_value(0),
        "KV-cache positions per rank, as for generate (0: max-batch x max-len)")
+      ("activations", po::value(&activations)->default_value("f32"), "compute path, as for generate: f32 | int8")
       ("json", po::bool_switch(&as_json), "print JSON");
   if (!parse_args(args, "usage: trillion plan --model DIR --ranks N [--parallel pipeline|expert]", desc)) return 0;
 
@@ -63,10 +65,12 @@ int run_plan(const Args& args) {
   const ModelConfig& cfg = store->config();
   const Manifest& man = store->manifest();
   const ParallelMode mode = parse_parallel_mode(parallel);
+  const Activations act = parse_activations(activations);
   const Layout layout = make_layout(cfg, model_sizes(cfg, man), mode, ranks, stages);
 
   // KV cache per rank: its pool of blocks (KvPools::pool_blocks, as the run allocates it) over its layers.
-  nlohmann::json j = {{"model", model_dir}, {"parallel", to_string(mode)}, {"ranks", ranks}};
+  nlohmann::json j = {{"model", model_dir}, {"parallel", to_string(mode)}, {"ranks", ranks},
+                      {"activations", to_string(act)}};
   std::map<std::string, std::set<std::string>> files_by_host;
   for (int r = 0; r < ranks; ++r) {
     const RankShare& s = layout.ranks[size_t(r)];
@@ -90,9 +94,13 @@ int run_plan(const Args& args) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::printf("%s: %s, %lld layers, %lld routed experts per MoE layer; %s over %d rank%s\n\n", model_dir.c_str(),
+  std::printf("%s: %s, %lld layers, %lld routed experts per MoE layer; %s over %d rank%s\n", model_dir.c_str(),
               cfg.model_type.c_str(), (long long)cfg.num_hidden_layers, (long long)cfg.n_routed_experts,
               to_string(mode), ranks, ranks > 1 ? "s" : "");
+  std::printf("compute path: %s\n\n", act == Activations::int8
+                                         ? "int8 (activations quantized to int8, integer dot products with INT8/INT4 "
+                                           "weights; other formats and the router in float32)"
+                                         : "f32 (float32 activations and accumulation: exact)");
   std::printf("%-5s %-14s %-12s %-6s %-5s %-10s %-14s %-14s %s\n", "rank", "host", "layers", "embed", "head",
               "experts", "weights", "kv cache", "files");
   for (const auto& r : j["per_rank"]) {

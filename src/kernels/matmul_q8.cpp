@@ -58,6 +58,11 @@ void matmul_q8(const QMatrix& W, const Q8Rows& xq, float* y, ThreadPool& pool) {
   });
 }
 
+void matmul_q8_serial(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy) {
+  check_q8(W, xq);
+  active_kernel_table().matmul_q8_rows(W, xq, y, ldy, 0, W.rows);
+}
+
 void matmul_q8_ref(const QMatrix& W, const Q8Rows& xq, float* y) {
   check_q8(W, xq);
   portable_kernel_table().matmul_q8_rows(W, xq, y, W.rows, 0, W.rows);

@@ -49,6 +49,9 @@ void quantize_q8(const float* x, int64_t n, int64_t cols, Q8Rows& out);
 // y[n, W.rows] = W . xq (xq.cols == W.cols), output rows split over the pool's threads.
 void matmul_q8(const QMatrix& W, const Q8Rows& xq, float* y, ThreadPool& pool);
 
+// The same on the calling thread, output row stride ldy >= W.rows (same bits).
+void matmul_q8_serial(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy);
+
 // The scalar twins the tests compare every ISA with (same bits by definition).
 void quantize_q8_ref(const float* x, int64_t n, int64_t cols, Q8Rows& out);
 void matmul_q8_ref(const QMatrix& W, const Q8Rows& xq, float* y);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/matmul.hpp"
+#include "model/linear.hpp"
 #include "kernels/vector_ops.hpp"
 
 namespace trillion {
@@ -24,12 +25,12 @@ std::vector<float> project_queries(const ModelConfig& cfg, const Dims& D, const 
   if (w.has_q_lora) {
     const int64_t ql = w.q_a.rows;
     std::vector<float> q_a(size_t(n * ql));  // [n, q_lora_rank]
-    matmul(w.q_a, x, n, q_a.data(), step.pool);
+    linear(w.q_a, x, n, q_a.data(), step.act, step.pool);
     for (int64_t t = 0; t < n; ++t) rmsnorm(&q_a[size_t(t * ql)], w.q_a_norm, cfg.rms_norm_eps, &q_a[size_t(t * ql)]);
     step.dump.dump(layer, "q_a_normed", q_a.data(), {n, ql});
-    matmul(w.q_b, q_a.data(), n, q.data(), step.pool);
+    linear(w.q_b, q_a.data(), n, q.data(), step.act, step.pool);
   } else {
-    matmul(w.q, x, n, q.data(), step.pool);
+    linear(w.q, x, n, q.data(), step.act, step.pool);
   }
   const int64_t half = D.rope / 2;
   for (int64_t t = 0; t < n; ++t)
@@ -45,7 +46,7 @@ void write_cache(const ModelConfig& cfg, const Dims& D, const AttentionWeights& 
                  const Step& step, const float* x) {
   const int64_t n = step.n(), kv_dim = D.r + D.rope, half = D.rope / 2;
   std::vector<float> kv(size_t(n * kv_dim));  // [n, r + rope]: [c_kv | k_pe] before norm / rope
-  matmul(w.kv_a, x, n, kv.data(), step.pool);
+  linear(w.kv_a, x, n, kv.data(), step.act, step.pool);
   step.dump.dump(layer, "kv_a", kv.data(), {n, kv_dim});
   for (int64_t t = 0; t < n; ++t) {
     const TokenRow row = step.batch.rows[size_t(t)];
@@ -102,11 +103,13 @@ void attention_forward(const ModelConfig& cfg, const AttentionWeights& w, int64_
       for (int64_t t = 0; t < n; ++t)
         attend_row(D, step, layer, scale, step.batch.rows[size_t(t)], &q_lat[size_t(t * D.r)],
                    &q[size_t((t * D.H + h) * D.qk + D.nope)], scores, &ctx[size_t(t * D.r)]);
+      // W_UV, like W_UK above, stays exact on every path: the absorbed form's
+      // per-head products are small, and the reference has no such activation.
       matmul_serial(w_uv, ctx.data(), n, &heads[size_t(h * D.v)], D.H * D.v);  // o_h [n, v] = ctx . W_UV^T
     }
   });
   step.dump.dump(layer, "attn_heads", heads.data(), {n, D.H * D.v});
-  matmul(w.o, heads.data(), n, out, step.pool);
+  linear(w.o, heads.data(), n, out, step.act, step.pool);
 }
 
 }  // namespace trillion

@@ -9,12 +9,13 @@
 
 namespace trillion {
 
-LocalExperts::LocalExperts(const ModelConfig& cfg, const LayerRange& range, TensorSource& source, ThreadPool& pool)
-    : LocalExperts(cfg, range, source, pool, ExpertRange{0, cfg.n_routed_experts}) {}
+LocalExperts::LocalExperts(const ModelConfig& cfg, const LayerRange& range, TensorSource& source, ThreadPool& pool,
+                           Activations act)
+    : LocalExperts(cfg, range, source, pool, ExpertRange{0, cfg.n_routed_experts}, act) {}
 
 LocalExperts::LocalExperts(const ModelConfig& cfg, const LayerRange& range, TensorSource& source, ThreadPool& pool,
-                           ExpertRange span)
-    : cfg_(cfg), range_(range), span_(span), pool_(pool) {
+                           ExpertRange span, Activations act)
+    : cfg_(cfg), range_(range), span_(span), pool_(pool), act_(act) {
   if (span.begin < 0 || span.end > cfg.n_routed_experts || span.begin > span.end)
     throw ConfigError("expert range [" + std::to_string(span.begin) + ", " + std::to_string(span.end) +
                       ") outside the model's " + std::to_string(cfg.n_routed_experts) + " experts");
@@ -62,9 +63,9 @@ void LocalExperts::run(const ExpertRequest& req) {
     for (int64_t a = 0; a < m; ++a) std::copy_n(req.x + (order[g.begin + size_t(a)] / k) * d, d, &xs[size_t(a * d)]);
     const MlpWeights& w = layer[size_t(g.expert - span_.begin)];
     if (serial)
-      mlp_forward_serial(w, xs.data(), m, ys.data());
+      mlp_forward_serial(w, xs.data(), m, ys.data(), act_);
     else
-      mlp_forward(w, xs.data(), m, ys.data(), pool_);
+      mlp_forward(w, xs.data(), m, ys.data(), act_, pool_);
     for (int64_t a = 0; a < m; ++a) std::copy_n(&ys[size_t(a * d)], d, req.out + order[g.begin + size_t(a)] * d);
   };
   const int threads = pool_.size();

@@ -11,6 +11,7 @@
 #include "model/expert_backend.hpp"
 #include "model/expert_range.hpp"
 #include "model/layer_range.hpp"
+#include "model/linear.hpp"
 #include "model/weights.hpp"
 
 namespace trillion {
@@ -18,10 +19,11 @@ namespace trillion {
 class LocalExperts : public ExpertBackend {
  public:
   // All routed experts of the MoE layers in `range`.
-  LocalExperts(const ModelConfig& cfg, const LayerRange& range, TensorSource& source, ThreadPool& pool);
+  LocalExperts(const ModelConfig& cfg, const LayerRange& range, TensorSource& source, ThreadPool& pool,
+               Activations act = Activations::f32);
   // Experts [experts.begin, experts.end) of each MoE layer in `range` (expert parallel).
   LocalExperts(const ModelConfig& cfg, const LayerRange& range, TensorSource& source, ThreadPool& pool,
-               ExpertRange experts);
+               ExpertRange experts, Activations act = Activations::f32);
 
   bool holds(int64_t layer, int64_t expert) const;
 
@@ -33,6 +35,7 @@ class LocalExperts : public ExpertBackend {
   LayerRange range_;
   ExpertRange span_;  // the experts held
   ThreadPool& pool_;
+  Activations act_;  // the experts' compute path (linear.hpp)
   std::vector<std::vector<MlpWeights>> experts_;  // [range.size()][span size]; empty for dense layers
 };
 

@@ -2,27 +2,26 @@
 
 #include <vector>
 
-#include "kernels/matmul.hpp"
 #include "kernels/vector_ops.hpp"
 
 namespace trillion {
 
-void mlp_forward(const MlpWeights& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
+void mlp_forward(const MlpWeights& w, const float* x, int64_t n, float* y, Activations act, ThreadPool& pool) {
   const int64_t width = w.gate.rows;
   std::vector<float> gate(size_t(n * width)), up(size_t(n * width));  // [n, width]
-  matmul(w.gate, x, n, gate.data(), pool);
-  matmul(w.up, x, n, up.data(), pool);
+  linear(w.gate, x, n, gate.data(), act, pool);
+  linear(w.up, x, n, up.data(), act, pool);
   swiglu(gate.data(), up.data(), n * width, gate.data());  // h = silu(gate) * up
-  matmul(w.down, gate.data(), n, y, pool);
+  linear(w.down, gate.data(), n, y, act, pool);
 }
 
-void mlp_forward_serial(const MlpWeights& w, const float* x, int64_t n, float* y) {
+void mlp_forward_serial(const MlpWeights& w, const float* x, int64_t n, float* y, Activations act) {
   const int64_t width = w.gate.rows;
   std::vector<float> gate(size_t(n * width)), up(size_t(n * width));  // [n, width]
-  matmul_serial(w.gate, x, n, gate.data(), width);
-  matmul_serial(w.up, x, n, up.data(), width);
+  linear_serial(w.gate, x, n, gate.data(), width, act);
+  linear_serial(w.up, x, n, up.data(), width, act);
   swiglu(gate.data(), up.data(), n * width, gate.data());
-  matmul_serial(w.down, gate.data(), n, y, w.down.rows);
+  linear_serial(w.down, gate.data(), n, y, w.down.rows, act);
 }
 
 }  // namespace trillion

@@ -3,16 +3,17 @@
 #include <cstdint>
 
 #include "common/thread_pool.hpp"
+#include "model/linear.hpp"
 #include "model/weights.hpp"
 
 namespace trillion {
 
 // y[n, d] = down(silu(gate x) * up x) for x[n, d]. Rows are independent: a
 // token's output does not depend on the other rows (kernel contract).
-void mlp_forward(const MlpWeights& w, const float* x, int64_t n, float* y, ThreadPool& pool);
+void mlp_forward(const MlpWeights& w, const float* x, int64_t n, float* y, Activations act, ThreadPool& pool);
 
 // The same on the calling thread (same bits), for callers that split work
 // themselves, e.g. one expert per thread.
-void mlp_forward_serial(const MlpWeights& w, const float* x, int64_t n, float* y);
+void mlp_forward_serial(const MlpWeights& w, const float* x, int64_t n, float* y, Activations act);
 
 }  // namespace trillion

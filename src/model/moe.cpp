@@ -15,6 +15,8 @@ void moe_forward(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, con
   const int64_t n = step.n(), d = cfg.hidden_size, E = cfg.n_routed_experts, k = cfg.num_experts_per_tok;
 
   std::vector<float> scores(size_t(n * E));  // [n, E] sigmoid(x . Wgate^T)
+  // The router stays exact on every path: a quantized score could flip an
+  // expert choice, a discrete change no tolerance covers.
   matmul(w.gate, x, n, scores.data(), step.pool);
   for (float& s : scores) s = sigmoid(s);
   std::vector<int32_t> ids(size_t(n * k));   // [n, k] chosen experts, top-k order
@@ -36,7 +38,7 @@ void moe_forward(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, con
   step.dump.dump(layer, "moe_routed", y, {n, d});
   if (w.has_shared) {
     std::vector<float> shared(size_t(n * d));  // [n, d]
-    mlp_forward(w.shared, x, n, shared.data(), step.pool);
+    mlp_forward(w.shared, x, n, shared.data(), step.act, step.pool);
     step.dump.dump(layer, "moe_shared", shared.data(), {n, d});
     add(y, shared.data(), n * d);
   }

@@ -7,6 +7,7 @@
 #include "model/batch.hpp"
 #include "model/dump.hpp"
 #include "model/kv_cache.hpp"
+#include "model/linear.hpp"
 #include "model/rope.hpp"
 
 namespace trillion {
@@ -18,6 +19,7 @@ struct Step {
   const Rope& rope;
   KvCache& cache;
   ThreadPool& pool;
+  Activations act;        // the compute path of the weight products (linear.hpp)
   const Dumper& dump;
   int64_t n() const { return batch.size(); }
 };

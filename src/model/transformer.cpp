@@ -46,12 +46,12 @@ void check_rows(const Batch& batch, const KvCache& cache) {
 }  // namespace
 
 Transformer::Transformer(const ModelConfig& cfg, const LayerRange& range, TensorSource& source, ThreadPool& pool,
-                         ExpertBackend* experts)
-    : cfg_(cfg), range_(range), pool_(pool),
+                         ExpertBackend* experts, Activations act)
+    : cfg_(cfg), range_(range), pool_(pool), act_(act),
       weights_(std::make_unique<ModelWeights>(ModelWeights::load(cfg, range, source))),
       rope_(std::make_unique<Rope>(cfg)), dump_(std::make_unique<Dumper>()), experts_(experts) {
   if (!experts_) {
-    owned_experts_ = std::make_unique<LocalExperts>(cfg, range, source, pool);
+    owned_experts_ = std::make_unique<LocalExperts>(cfg, range, source, pool, act);
     experts_ = owned_experts_.get();
   }
 }
@@ -85,7 +85,7 @@ void Transformer::forward(const Batch& batch, float* x, KvCache& cache) {
   dump_->next_step();
   std::vector<float> cos(size_t(n * half)), sin(size_t(n * half));  // [n, rope/2]
   for (int64_t t = 0; t < n; ++t) rope_->tables(batch.rows[size_t(t)].pos, &cos[size_t(t * half)], &sin[size_t(t * half)]);
-  const Step step{batch, cos.data(), sin.data(), *rope_, cache, pool_, *dump_};
+  const Step step{batch, cos.data(), sin.data(), *rope_, cache, pool_, act_, *dump_};
   const double eps = cfg_.rms_norm_eps;
   dump_->dump(-1, "input", x, {n, d});
 
@@ -101,7 +101,7 @@ void Transformer::forward(const Batch& batch, float* x, KvCache& cache) {
     if (layer.is_moe)
       moe_forward(cfg_, layer.moe, l, step, *experts_, h.data(), delta.data());
     else
-      mlp_forward(layer.mlp, h.data(), n, delta.data(), pool_);
+      mlp_forward(layer.mlp, h.data(), n, delta.data(), act_, pool_);
     dump_->dump(l, "mlp_out", delta.data(), {n, d});
     add(x, delta.data(), n * d);
     dump_->dump(l, "hidden", x, {n, d});
@@ -113,7 +113,7 @@ void Transformer::logits(const float* x, int64_t n, float* out) const {
   std::vector<float> h(size_t(n * cfg_.hidden_size));  // [n, d]
   rmsnorm_rows(x, n, weights_->final_norm, cfg_.rms_norm_eps, h.data());
   dump_->dump(-1, "final_norm", h.data(), {n, cfg_.hidden_size});
-  matmul(weights_->lm_head, h.data(), n, out, pool_);
+  linear(weights_->lm_head, h.data(), n, out, act_, pool_);
   dump_->dump(-1, "logits", out, {n, cfg_.vocab_size});
 }
 

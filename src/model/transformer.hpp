@@ -13,6 +13,7 @@
 #include "model/expert_backend.hpp"
 #include "model/kv_cache.hpp"
 #include "model/layer_range.hpp"
+#include "model/linear.hpp"
 
 namespace trillion {
 
@@ -23,13 +24,16 @@ class Dumper;         // model/dump.hpp
 class Transformer {
  public:
   // Maps the weights of `range` from `source` (no copies). `experts` computes
-  // routed experts; null means LocalExperts over `source` (all experts local).
+  // routed experts; null means LocalExperts over `source` (all experts local,
+  // on the same compute path). `act`: the compute path of every weight
+  // product but the router's (linear.hpp).
   Transformer(const ModelConfig& cfg, const LayerRange& range, TensorSource& source,
-              ThreadPool& pool, ExpertBackend* experts = nullptr);
+              ThreadPool& pool, ExpertBackend* experts = nullptr, Activations act = Activations::f32);
   ~Transformer();
 
   const ModelConfig& config() const { return cfg_; }
   const LayerRange& range() const { return range_; }
+  Activations activations() const { return act_; }
 
   // x[n, hidden] = embedding rows of tokens[n]. Needs range().has_embed.
   // Throws InputError for a token id outside [0, vocab_size).
@@ -48,6 +52,7 @@ class Transformer {
   const ModelConfig& cfg_;
   LayerRange range_;
   ThreadPool& pool_;
+  Activations act_;
   std::unique_ptr<ModelWeights> weights_;
   std::unique_ptr<Rope> rope_;
   std::unique_ptr<Dumper> dump_;

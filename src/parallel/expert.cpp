@@ -20,9 +20,9 @@ ExpertRank::ExpertRank(RmaChannel& ch, const ModelConfig& cfg, TensorSource& sou
     : ch_(ch),
       cfg_(cfg),
       experts_(layout.ranks.at(size_t(ch.rank())).experts),
-      local_(cfg, layout.ranks.at(size_t(ch.rank())).layers, source, pool, experts_),
+      local_(cfg, layout.ranks.at(size_t(ch.rank())).layers, source, pool, experts_, shape.activations),
       rma_(ch, local_, cfg.n_routed_experts),
-      model_(cfg, layout.ranks.at(size_t(ch.rank())).layers, source, pool, &rma_),
+      model_(cfg, layout.ranks.at(size_t(ch.rank())).layers, source, pool, &rma_, shape.activations),
       cache_(cfg, layout.ranks.at(size_t(ch.rank())).layers,
              std::max(1, KvPools::slots_in_pool(shape.slots, ch.size(), ch.rank())), shape.max_len, shape.kv_tokens) {}
 

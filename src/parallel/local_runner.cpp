@@ -13,9 +13,9 @@ LayerRange whole_model(const ModelConfig& cfg) {
 }  // namespace
 
 LocalRunner::LocalRunner(const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
-                         int32_t slots, int32_t max_len, int64_t kv_tokens)
+                         int32_t slots, int32_t max_len, int64_t kv_tokens, Activations act)
     : cfg_(cfg),
-      model_(cfg, whole_model(cfg), source, pool),
+      model_(cfg, whole_model(cfg), source, pool, nullptr, act),
       cache_(cfg, whole_model(cfg), slots, max_len, kv_tokens) {}
 
 void LocalRunner::submit(uint64_t ticket, const StepInput& in) {

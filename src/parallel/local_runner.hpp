@@ -13,9 +13,9 @@ namespace trillion {
 
 class LocalRunner : public StepRunner {
  public:
-  // kv_tokens: positions of the KV-cache pool (0: slots x max_len).
+  // kv_tokens: positions of the KV-cache pool (0: slots x max_len); act: the compute path.
   LocalRunner(const ModelConfig& cfg, TensorSource& source, ThreadPool& pool, int32_t slots,
-              int32_t max_len, int64_t kv_tokens = 0);
+              int32_t max_len, int64_t kv_tokens = 0, Activations act = Activations::f32);
   int64_t vocab_size() const override { return cfg_.vocab_size; }
   int32_t slots() const override { return cache_.slots(); }
   int32_t max_len() const override { return cache_.max_len(); }

@@ -22,7 +22,7 @@ PipelineStage::PipelineStage(RmaChannel& ch, const ModelConfig& cfg, TensorSourc
       cfg_(cfg),
       layout_(layout),
       range_(layout.ranks.at(size_t(ch.rank())).layers),
-      model_(cfg, range_, source, pool),
+      model_(cfg, range_, source, pool, nullptr, shape.activations),
       cache_(cfg, range_, shape.slots, shape.max_len, shape.kv_tokens) {}
 
 void PipelineStage::run_and_forward(uint64_t ticket, const StepInput& in, std::vector<float>& x) {

@@ -21,6 +21,16 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+# Relative logit tolerance per compute path. f32: DESIGN's bar; int8 too,
+# except from the first position where the reference met an activation near
+# a rounding tie (routing.json "first_quant_tie"): the float32 engine may
+# round that one the other way, a change of one quantization step (1/127 of
+# its group's absmax) in that activation; such rows are held to
+# TIE_TOLERANCE (README "Kernels": the integer-dot path).
+TOLERANCE = {"f32": 1e-4, "int8": 1e-4}
+TIE_TOLERANCE = 1e-2
+
+
 def row_problem(eng, ref, tol=1e-4):
     """(why the engine's logit row fails against the reference's, or None; relative error).
     NaN and inf fail on either side: every comparison is written so that NaN
@@ -61,6 +71,8 @@ def main():
     ap.add_argument("--format", default="bf16")
     ap.add_argument("--seed", default="0")
     ap.add_argument("--keep", help="work directory to keep (default: a temporary one)")
+    ap.add_argument("--activations", default="f32", choices=("f32", "int8"),
+                    help="the engine's compute path; int8 compares with the reference that quantizes the same activations")
     args = ap.parse_args()
     self_check()
     work = args.keep or tempfile.mkdtemp(prefix="trillion-ref-")
@@ -80,22 +92,32 @@ def main():
         for r in reqs:
             f.write(json.dumps(r) + "\n")
     subprocess.run([py, os.path.join(ROOT, "tests/reference/run_reference.py"), "--model", model,
-                    "--requests", req_path, "--out-dir", ref_out], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([args.hf_logits, model, req_path, eng_out, "2"], check=True)
-    worst, failures = 0.0, 0
+                    "--requests", req_path, "--out-dir", ref_out] +
+                   (["--int8-activations"] if args.activations == "int8" else []), check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([args.hf_logits, model, req_path, eng_out, "2", args.activations], check=True)
+    worst, failures, tie_rows, tie_worst = 0.0, 0, 0, 0.0
     for r in reqs:
         ref = np.load(os.path.join(ref_out, r["id"] + ".npy"))
         eng = np.load(os.path.join(eng_out, r["id"] + ".npy")).astype(np.float64)
         assert ref.shape == eng.shape, (ref.shape, eng.shape)
+        ties = set(json.load(open(os.path.join(ref_out, r["id"] + ".routing.json"))).get("quant_tie_positions", []))
         for t in range(ref.shape[0]):
-            problem, err = row_problem(eng[t], ref[t])
+            near_tie = t in ties
+            tol = TIE_TOLERANCE if near_tie else TOLERANCE[args.activations]
+            problem, err = row_problem(eng[t], ref[t], tol)
+            if near_tie:
+                tie_rows += 1
+                tie_worst = max(tie_worst, err) if not np.isnan(err) else tie_worst
+                err = float("nan")  # the strict figure covers the other rows
             if not np.isnan(err):
                 worst = max(worst, err)
             if problem:
                 failures += 1
                 print("%s token %d: %s" % (r["id"], t, problem))
-    print("%s %s: worst relative logit error %.3g over %d requests%s" %
-          (args.preset, args.format, worst, len(reqs), ", %d bad rows" % failures if failures else ""))
+    print("%s %s %s: worst relative logit error %.3g over %d requests%s%s" %
+          (args.preset, args.format, args.activations, worst, len(reqs),
+           "; %d rows after a near rounding tie, worst %.3g" % (tie_rows, tie_worst) if tie_rows else "",
+           ", %d bad rows" % failures if failures else ""))
     return 1 if failures else 0
 
 

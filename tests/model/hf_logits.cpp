@@ -1,7 +1,7 @@
 // hf_logits: runs the forward pass on a Hugging Face checkpoint directory (no
 // conversion: safetensors read in place) and writes each request's logits, for
 // comparison with the float64 reference (compare_reference.py).
-//   hf_logits MODEL_DIR REQUESTS.jsonl OUT_DIR [threads]
+//   hf_logits MODEL_DIR REQUESTS.jsonl OUT_DIR [threads] [f32|int8]
 // REQUESTS: one {"id": "...", "token_ids": [...]} per line. All requests run
 // as one batch (one slot each, all prefill rows together), then each is
 // decoded again alone token by token; writes OUT_DIR/<id>.npy (float32
@@ -47,7 +47,7 @@ struct Request {
 
 int main(int argc, char** argv) try {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: hf_logits MODEL_DIR REQUESTS.jsonl OUT_DIR [threads]\n");
+    std::fprintf(stderr, "usage: hf_logits MODEL_DIR REQUESTS.jsonl OUT_DIR [threads] [f32|int8]\n");
     return 2;
   }
   const std::string dir = argv[1], out_dir = argv[3];
@@ -62,7 +62,8 @@ int main(int argc, char** argv) try {
   HfSource source(dir);
   ThreadPool pool(argc > 4 ? std::atoi(argv[4]) : 0);
   const LayerRange all{0, cfg.num_hidden_layers, true, true};
-  Transformer model(cfg, all, source, pool);
+  const Activations act = argc > 5 ? parse_activations(argv[5]) : Activations::f32;  // the compute path
+  Transformer model(cfg, all, source, pool, nullptr, act);
   int32_t max_len = 1;
   for (const auto& r : reqs) max_len = std::max<int32_t>(max_len, int32_t(r.tokens.size()));
   const int64_t d = cfg.hidden_size, V = cfg.vocab_size;

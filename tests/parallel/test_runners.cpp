@@ -1,7 +1,7 @@
 // The parallel runners against the one-rank runner, under mpiexec: every
 // rank makes its role with make_rank_role (the factory `generate` and
 // `score` use) for a pipeline and an expert-parallel layout of the same tiny
-// model; rank 0 drives a fixed script of steps (prefill chunks, decode rows,
+// model, on both compute paths (f32, int8); rank 0 drives a fixed script of steps (prefill chunks, decode rows,
 // sampled and greedy rows, logprobs, full logits, a released and reused
 // slot) through its runner, and every output must have the bits a
 // LocalRunner gives for the same script. Run with 2, 3 and 4 ranks.
@@ -140,10 +140,11 @@ ModelSizes uniform_sizes(const ModelConfig& cfg) {
 
 void runners_match_one_rank(ParallelMode mode) {
   MpiEnv& env = mpi_env();
-  for (const char* format : {"bf16", "fp8", "int4"}) {
+  for (const char* format : {"bf16", "fp8", "int4"})
+   for (Activations act : {Activations::f32, Activations::int8}) {
     TinyModel m({.format = format, .layers = 4});
     ThreadPool pool(1);
-    const RunShape shape{kSlots, kMaxLen, /*micro_batches=*/0, /*kv_tokens=*/0, /*step_tokens=*/16};
+    const RunShape shape{kSlots, kMaxLen, /*micro_batches=*/0, /*kv_tokens=*/0, /*step_tokens=*/16, act};
     const Layout layout = make_layout(m.cfg, uniform_sizes(m.cfg), mode, env.size());
     const std::vector<StepInput> steps = script(m.cfg.vocab_size);
 
@@ -165,10 +166,10 @@ void runners_match_one_rank(ParallelMode mode) {
       BOOST_TEST(all[size_t(r)].rank == r);
       BOOST_TEST(all[size_t(r)].messages_received > 0u);  // it served steps
     }
-    LocalRunner local(m.cfg, m.source, pool, kSlots, kMaxLen);
-    check_same(got, run_script(local, steps), std::string(to_string(mode)) + " " + format + " on " +
-                                                   std::to_string(env.size()) + " ranks");
-  }
+    LocalRunner local(m.cfg, m.source, pool, kSlots, kMaxLen, 0, act);
+    check_same(got, run_script(local, steps), std::string(to_string(mode)) + " " + format + " " + to_string(act) +
+                                                   " on " + std::to_string(env.size()) + " ranks");
+   }
 }
 
 }  // namespace

@@ -166,9 +166,32 @@ def softmax(x, axis=-1):
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
-def swiglu(x, gate, up, down):
-    """down(silu(gate x) * up x); x [T, d], gate/up [f, d], down [d, f]."""
-    return (silu(x @ gate.T) * (x @ up.T)) @ down.T
+# An activation whose x / d lies within this many quantization steps of a
+# rounding tie (k + 1/2) may round the other way in the float32 engine, whose
+# activations differ from these float64 ones by ~1e-6 relative (<= 127e-6
+# steps at |x / d| <= 127): such rows are "near a tie" (see TIE_MARGIN's use
+# in tests/model/compare_reference.py).
+TIE_MARGIN = 2e-4
+
+
+def quantize_activations(x, group=32, with_ties=False):
+    """The engine's int8 activation path (--activations int8), in float64:
+    each row's columns in groups of `group`, d = absmax / 127, q =
+    round-half-even(x / d) (0 where d == 0), returned as q * d; with_ties:
+    also a [T] mask of the rows holding an activation within TIE_MARGIN steps
+    of a rounding tie."""
+    x = np.asarray(x, dtype=np.float64)
+    T, n = x.shape
+    pad = (-n) % group
+    xp = np.concatenate([x, np.zeros((T, pad))], axis=1).reshape(T, -1, group)
+    d = np.max(np.abs(xp), axis=2, keepdims=True) / 127.0
+    u = xp / np.where(d > 0, d, 1.0)
+    q = np.where(d > 0, np.rint(u), 0.0)
+    xq = (q * d).reshape(T, -1)[:, :n]
+    if not with_ties:
+        return xq
+    near = (d > 0) & (np.abs(np.abs(u - np.floor(u)) - 0.5) < TIE_MARGIN)
+    return xq, near.reshape(T, -1).any(axis=1)
 
 
 # ----------------------------------------------------------------------------- routing
@@ -280,6 +303,9 @@ class DictWeights:
     def linear(self, prefix):
         return self.tensors[prefix + ".weight"]
 
+    def apply(self, x, prefix, positions=None):
+        return x @ self.linear(prefix).T
+
     def embedding_rows(self, ids):
         return self.tensors["model.embed_tokens.weight"][ids]
 
@@ -290,9 +316,12 @@ class CheckpointWeights:
     `.weight` -> fp8 block scaled, I8 `.weight` -> int8 group scaled, a float
     `.weight` -> plain."""
 
-    def __init__(self, ckpt):
+    def __init__(self, ckpt, int8_activations=False):
         self.ckpt = ckpt
         self.cache = {}
+        self.integer = set()  # linears stored as int4 / int8 (the engine's integer-dot formats)
+        self.int8_activations = int8_activations
+        self.tie_positions = set()  # positions whose quantized activations met a near tie
         q = ckpt.config.get("quantization_config") or {}
         self.fp8_block = tuple(q.get("weight_block_size", (128, 128)))
         self.int4_group = 32
@@ -319,9 +348,11 @@ class CheckpointWeights:
             w = dequant_int4_packed(c.raw(prefix + ".weight_packed"),
                                     c.float64(prefix + ".weight_scale"),
                                     c.raw(prefix + ".weight_shape"), self.int4_group)
+            self.integer.add(prefix)
         elif c.dtype(prefix + ".weight") == "I8":
             w = dequant_int8_group(c.raw(prefix + ".weight"), c.float64(prefix + ".weight_scale"),
                                    self.int8_group)
+            self.integer.add(prefix)
         elif c.dtype(prefix + ".weight") == "F8_E4M3":
             if prefix + ".weight_scale_inv" not in c:
                 raise ConfigError("%s: fp8 weight without weight_scale_inv" % prefix)
@@ -331,6 +362,19 @@ class CheckpointWeights:
             w = c.float64(prefix + ".weight")
         self.cache[prefix] = w
         return w
+
+    def apply(self, x, prefix, positions=None):
+        """x @ W.T, with x quantized as the engine's int8 path does when that
+        path is on and W is stored as int4 / int8 (the router and kv_b are
+        never applied through here: the engine keeps them exact). positions
+        [T]: the sequence positions of x's rows, recorded in tie_positions
+        when a row is near a rounding tie."""
+        W = self.linear(prefix)
+        if self.int8_activations and prefix in self.integer:
+            x, ties = quantize_activations(x, with_ties=True)
+            if positions is not None:
+                self.tie_positions.update(int(p) for p in np.asarray(positions)[ties])
+        return x @ W.T
 
     def embedding_rows(self, ids):
         name = "model.embed_tokens.weight"
@@ -363,16 +407,17 @@ class Model:
         """MLA over x [T, d] at positions start..start+T-1; appends to cache."""
         cfg, w, p = self.cfg, self.w, "model.layers.%d.self_attn." % l
         T = x.shape[0]
+        pos = start + np.arange(T)                                    # [T] sequence positions
         H, dn, dr, dv, r = (cfg.num_attention_heads, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim,
                             cfg.v_head_dim, cfg.kv_lora_rank)
         if cfg.q_lora_rank is not None:
-            q = rms_norm(x @ w.linear(p + "q_a_proj").T, w.tensor(p + "q_a_layernorm.weight"),
-                         cfg.rms_norm_eps) @ w.linear(p + "q_b_proj").T
+            q = w.apply(rms_norm(w.apply(x, p + "q_a_proj", pos), w.tensor(p + "q_a_layernorm.weight"),
+                                 cfg.rms_norm_eps), p + "q_b_proj", pos)
         else:
-            q = x @ w.linear(p + "q_proj").T
+            q = w.apply(x, p + "q_proj", pos)
         q = q.reshape(T, H, dn + dr)
         q_nope, q_pe = q[:, :, :dn], q[:, :, dn:]                     # [T, H, dn], [T, H, dr]
-        kv = x @ w.linear(p + "kv_a_proj_with_mqa").T                 # [T, r + dr]
+        kv = w.apply(x, p + "kv_a_proj_with_mqa", pos)                # [T, r + dr]
         c_kv = rms_norm(kv[:, :r], w.tensor(p + "kv_a_layernorm.weight"), cfg.rms_norm_eps)
         cos, sin = self.rope_cos_sin(np.arange(start, start + T))
         q_pe = apply_rope(q_pe, cos[:, None, :], sin[:, None, :])
@@ -401,26 +446,29 @@ class Model:
         else:
             v = np.einsum("sc,hdc->hsd", c_kv, w_v)                   # [H, S, dv]
             o = (probs @ v).transpose(1, 0, 2)                        # [T, H, dv]
-        return o.reshape(T, H * dv) @ w.linear(p + "o_proj").T
+        return w.apply(o.reshape(T, H * dv), p + "o_proj", pos)
 
-    def mlp(self, l, x):
+    def swiglu(self, x, prefix, pos):
+        """The SwiGLU MLP of `prefix` (gate_proj, up_proj, down_proj) on x [T, d] at positions pos [T]."""
+        w = self.w
+        h = silu(w.apply(x, prefix + "gate_proj", pos)) * w.apply(x, prefix + "up_proj", pos)
+        return w.apply(h, prefix + "down_proj", pos)
+
+    def mlp(self, l, x, pos):
         """Dense SwiGLU or MoE; returns (out [T, d], Routing or None)."""
         cfg, w, p = self.cfg, self.w, "model.layers.%d.mlp." % l
         if not cfg.is_moe_layer(l):
-            return swiglu(x, w.linear(p + "gate_proj"), w.linear(p + "up_proj"),
-                          w.linear(p + "down_proj")), None
+            return self.swiglu(x, p, pos), None
         rt = route(cfg, x, w.linear(p + "gate"), w.tensor(p + "gate.e_score_correction_bias"), l)
         out = np.zeros_like(x)
         for e in np.unique(rt.experts):
             t, slot = np.nonzero(rt.experts == e)                     # each token picks e at most once
             pe = p + "experts.%d." % e
-            y = swiglu(x[t], w.linear(pe + "gate_proj"), w.linear(pe + "up_proj"),
-                       w.linear(pe + "down_proj"))
+            y = self.swiglu(x[t], pe, pos[t])
             out[t] += rt.weights[t, slot][:, None] * y
         if cfg.n_shared_experts:
             ps = p + "shared_experts."
-            out += swiglu(x, w.linear(ps + "gate_proj"), w.linear(ps + "up_proj"),
-                          w.linear(ps + "down_proj"))
+            out += self.swiglu(x, ps, pos)
         return out, rt
 
     def forward(self, token_ids, cache=None, absorbed=False):
@@ -432,20 +480,21 @@ class Model:
             raise ValueError("token ids must be a non-empty list in [0, %d)" % cfg.vocab_size)
         start = cache.length if cache is not None else 0
         x = w.embedding_rows(ids)                                     # [T, d]
+        pos = start + np.arange(len(ids))                             # [T] sequence positions
         routing = []
         for l in range(cfg.num_hidden_layers):                        # MTP layer excluded
             p = "model.layers.%d." % l
             h = x + self.attention(l, rms_norm(x, w.tensor(p + "input_layernorm.weight"),
                                                cfg.rms_norm_eps), start, cache, absorbed)
             m, rt = self.mlp(l, rms_norm(h, w.tensor(p + "post_attention_layernorm.weight"),
-                                         cfg.rms_norm_eps))
+                                         cfg.rms_norm_eps), pos)
             x = h + m
             if rt is not None:
                 routing.append(rt)
         if cache is not None:
             cache.length += len(ids)
         x = rms_norm(x, w.tensor("model.norm.weight"), cfg.rms_norm_eps)
-        return x @ w.linear("lm_head").T, routing
+        return w.apply(x, "lm_head", pos), routing
 
     def generate_greedy(self, token_ids, n, absorbed=False):
         """Prompt logits, prompt routing, and n greedy tokens (float64 KV cache);
@@ -466,9 +515,10 @@ class Model:
         return logits, routing, tokens, gaps, step_routing
 
 
-def load_model(model_dir):
+def load_model(model_dir, int8_activations=False):
     """Model over a HF checkpoint directory (config.json + safetensors) or a
-    converted trillion model directory (config.json + manifest.json + HDF5)."""
+    converted trillion model directory (config.json + manifest.json + HDF5).
+    int8_activations: model the engine's --activations int8 path."""
     from hdf5_model import ModelDirectory, is_model_directory
     ckpt = ModelDirectory(model_dir) if is_model_directory(model_dir) else Checkpoint(model_dir)
-    return Model(Config(ckpt.config), CheckpointWeights(ckpt))
+    return Model(Config(ckpt.config), CheckpointWeights(ckpt, int8_activations))

@@ -87,7 +87,7 @@ def read_requests(path):
 
 def run(args):
     t0 = time.time()
-    model = ref.load_model(args.model)
+    model = ref.load_model(args.model, getattr(args, "int8_activations", False))
     vocab = model.cfg.vocab_size
     reqs = read_requests(args.requests)
     for rid, ids in reqs:
@@ -97,6 +97,7 @@ def run(args):
     os.makedirs(args.out_dir, exist_ok=True)
     for rid, ids in reqs:
         t1 = time.time()
+        model.w.tie_positions = set()
         if args.generate:
             logits, routing, tokens, gaps, steps = model.generate_greedy(ids, args.generate, args.absorbed)
         else:
@@ -108,6 +109,9 @@ def run(args):
             json.dump({"id": rid,
                        "min_expert_margin": _overall_min(l["min_expert_margin"] for l in layers),
                        "min_group_margin": _overall_min(l["min_group_margin"] for l in layers),
+                       # --int8-activations: the positions whose quantized activations met
+                       # a near rounding tie (deepseek_ref.TIE_MARGIN)
+                       "quant_tie_positions": sorted(model.w.tie_positions),
                        "layers": layers}, f)
         if args.generate:
             step_layers = [l for rts in steps for l in routing_summary(rts)]
@@ -714,9 +718,24 @@ def test_cli():
         assert [l["layer"] for l in r["layers"]] == [1, 2] and len(r["layers"][0]["experts"]) == 1
 
 
+def test_activation_quantization():
+    """The int8 activation path's rule by hand: absmax 127 gives d = 1, ties go
+    to the even neighbour, an all-zero group stays 0, a partial last group
+    uses its own absmax."""
+    x = np.zeros((1, 70))
+    x[0, :5] = [127.0, 2.5, 3.5, -0.5, -1.5]
+    x[0, 64:66] = [2.0, -1.0]
+    q = ref.quantize_activations(x)
+    assert np.array_equal(q[0, :5], [127.0, 2.0, 4.0, -0.0, -2.0]), q[0, :5]
+    assert np.all(q[0, 5:64] == 0)
+    d = 2.0 / 127
+    assert np.allclose(q[0, 64:66], [127 * d, np.rint(-1.0 / d) * d], rtol=0, atol=1e-15)
+    assert q.shape == x.shape
+
+
 TESTS = [test_e4m3, test_bf16, test_safetensors_bytes, test_fp8_block_dequant, test_int4_dequant, test_int8_dequant,
          test_yarn, test_rope_direction, test_rms_norm, test_router, test_absorbed_equals_plain,
-         test_against_naive, test_layer_kinds, test_kv_cache, test_checkpoint_formats, test_cli]
+         test_against_naive, test_layer_kinds, test_kv_cache, test_checkpoint_formats, test_cli, test_activation_quantization]
 
 
 def self_test():
@@ -744,6 +763,8 @@ def main():
     ap.add_argument("--generate", type=int, default=0, metavar="N", help="also N greedy tokens")
     ap.add_argument("--absorbed", action="store_true", help="absorbed MLA form (same result)")
     ap.add_argument("--float32", action="store_true", help="save logits as float32")
+    ap.add_argument("--int8-activations", action="store_true",
+                    help="model the engine's --activations int8 path (int4/int8 linears see quantized inputs)")
     ap.add_argument("--self-test", action="store_true")
     args = ap.parse_args()
     if args.self_test:

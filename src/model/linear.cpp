@@ -1,0 +1,42 @@
+#include "model/linear.hpp"
+
+#include "common/error.hpp"
+#include "kernels/matmul.hpp"
+#include "kernels/matmul_q8.hpp"
+
+namespace trillion {
+
+namespace {
+// The quantized rows of the calling thread's current product. Reused across
+// calls so decode steps do not allocate; threads never share it.
+Q8Rows& scratch() {
+  thread_local Q8Rows rows;
+  return rows;
+}
+}  // namespace
+
+Activations parse_activations(const std::string& s) {
+  if (s == "f32") return Activations::f32;
+  if (s == "int8") return Activations::int8;
+  throw InputError("--activations '" + s + "': expected f32 or int8");
+}
+
+const char* to_string(Activations a) { return a == Activations::int8 ? "int8" : "f32"; }
+
+bool uses_int8(Activations a, const QMatrix& W) { return a == Activations::int8 && q8_supports(W.format); }
+
+void linear(const QMatrix& W, const float* x, int64_t n, float* y, Activations a, ThreadPool& pool) {
+  if (!uses_int8(a, W)) return matmul(W, x, n, y, pool);
+  Q8Rows& xq = scratch();
+  quantize_q8(x, n, W.cols, xq);
+  matmul_q8(W, xq, y, pool);
+}
+
+void linear_serial(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy, Activations a) {
+  if (!uses_int8(a, W)) return matmul_serial(W, x, n, y, ldy);
+  Q8Rows& xq = scratch();
+  quantize_q8(x, n, W.cols, xq);
+  matmul_q8_serial(W, xq, y, ldy);
+}
+
+}  // namespace trillion

@@ -1,0 +1,29 @@
+// y = x . W^T for every weight matrix of the model, in one place: the
+// compute path (DESIGN: exact or fast) is chosen here and nowhere else.
+//   f32:  float32 activations, float32 accumulation (kernels/matmul.hpp), every format;
+//   int8: activations quantized per token to int8 in groups of 32, exact
+//         integer dot products (kernels/matmul_q8.hpp) for INT8_G32 and
+//         INT4_G32 weights; other formats (BF16, FP8, F32) stay on f32.
+// Either way a row's bits depend only on that row and the weights.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "common/thread_pool.hpp"
+#include "kernels/qmatrix.hpp"
+
+namespace trillion {
+
+enum class Activations : uint8_t { f32, int8 };
+Activations parse_activations(const std::string& s);  // "f32" | "int8"; throws InputError
+const char* to_string(Activations a);
+
+// Whether `a` computes W on the integer path.
+bool uses_int8(Activations a, const QMatrix& W);
+
+// y[n, W.rows] = x[n, W.cols] . W^T, output rows over the pool's threads.
+void linear(const QMatrix& W, const float* x, int64_t n, float* y, Activations a, ThreadPool& pool);
+// The same on the calling thread, output row stride ldy (same bits).
+void linear_serial(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy, Activations a);
+
+}  // namespace trillion
