@@ -4,7 +4,7 @@ A preset is a set of DeepSeek-V3-architecture hyper-parameters.  `build_config`
 turns it into a config.json with every field of the real DeepSeek-V3 config (same
 names, same JSON types), plus the format's `quantization_config`.
 `tensor_sources` lists the checkpoint's logical weight matrices in model order,
-with how each is initialised; make_checkpoint.py turns each into the stored
+with how each is initialised; generator.py turns each into the stored
 tensors of the chosen format.
 """
 import copy
