@@ -14,6 +14,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "kernels/matmul_q8.hpp"
 #include "kernels/x86/avx2_formats.hpp"
@@ -78,8 +79,34 @@ void rows_all_tokens(const QMatrix& W, const Q8Rows& xq, int64_t r0, float* y, i
   if (t < xq.n) tile<F, R, 1>(W, xq, r0, t, y, ldy);
 }
 
+// From this many tokens on, an INT4 row tile is unpacked to int8 once (into
+// an L1/L2-resident buffer) and its tokens run on the INT8 tiles: the nibble
+// unpack then costs once per row instead of once per token pair. The int8
+// values are the same, so are the bits.
+constexpr int64_t kUnpackTokens = 4;
+
+void int4_rows_unpacked(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  thread_local std::vector<int8_t> buf;
+  buf.resize(size_t(4 * W.cols));
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) {
+    for (int i = 0; i < 4; ++i)
+      for (int64_t g = 0; g < xq.groups; ++g)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(&buf[size_t(i * W.cols + g * kQ8Group)]),
+                            load_group<MatFormat::INT4_G32>(W, r + i, g));
+    QMatrix tile = W;  // rows r..r+3 as INT8_G32 in `buf`, with their own scales
+    tile.format = MatFormat::INT8_G32;
+    tile.rows = 4;
+    tile.data = buf.data();
+    tile.scale = static_cast<const uint16_t*>(W.scale) + r * W.scale_cols;
+    rows_all_tokens<MatFormat::INT8_G32, 4>(tile, xq, 0, y + r, ldy);
+  }
+  for (; r < r1; ++r) rows_all_tokens<MatFormat::INT4_G32, 1>(W, xq, r, y, ldy);
+}
+
 template <MatFormat F>
 void matmul_rows_q8(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  if (F == MatFormat::INT4_G32 && xq.n >= kUnpackTokens) return int4_rows_unpacked(W, xq, y, ldy, r0, r1);
   int64_t r = r0;
   for (; r + 4 <= r1; r += 4) rows_all_tokens<F, 4>(W, xq, r, y, ldy);
   for (; r < r1; ++r) rows_all_tokens<F, 1>(W, xq, r, y, ldy);
