@@ -34,6 +34,7 @@
 #include "model/local_experts.hpp"
 #include "model/transformer.hpp"
 #include "model/weights.hpp"
+#include "store/manifest.hpp"
 #include "store/model_store.hpp"
 
 using namespace trillion;
@@ -367,7 +368,7 @@ std::vector<int> parse_list(const std::string& s) {
 }  // namespace
 
 int run(int argc, char** argv) {
-  std::string model_dir, json_path, batches_arg = "1,4,16,64", activations = "f32";
+  std::string model_dir, json_path, batches_arg = "1,4,16,64", activations = "auto";
   bool with_floor = false;
   int threads = 0, prefill_seqs = 4, prefill_len = 128, context = 32, steps = 16, reps = 3;
   Limits lim;
@@ -393,7 +394,7 @@ int run(int argc, char** argv) {
     else {
       std::fprintf(stderr, "usage: bench_model --model DIR [--threads N] [--prefill-seqs S] [--prefill-len P]\n"
                            "  [--context C] [--batches 1,4,16,64] [--steps N] [--reps R] [--bandwidth GBPS]\n"
-                           "  [--peak GFLOPS] [--floor] [--json FILE] [--activations f32|int8]\n"
+                           "  [--peak GFLOPS] [--floor] [--json FILE] [--activations auto|f32|int8]\n"
                            "--floor: also time each matrix of a batch-1 step alone (the kernels' floor)\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
@@ -406,7 +407,7 @@ int run(int argc, char** argv) {
   auto store = ModelStore::open(model_dir, StoreOptions{false});
   const ModelConfig& cfg = store->config();
   ThreadPool pool(threads);
-  const Activations act = parse_activations(activations);
+  const Activations act = resolve_activations(activations, store->manifest().weight_format);
   std::printf("compute path: %s\n", to_string(act));
   Bench bench(cfg, *store, pool, act);
   const std::vector<int> batches = parse_list(batches_arg);

@@ -43,8 +43,10 @@ void Cluster::set_up() {
     if (opts_.kv_cache_tokens < 0) throw InputError("--kv-cache-tokens must be >= 0");
     if (opts_.metrics_interval < 0) throw InputError("--metrics-interval must be >= 0");
     mode = parse_parallel_mode(opts_.parallel);
-    const Activations act = parse_activations(opts_.activations);
+    if (opts_.activations != "auto") parse_activations(opts_.activations);  // a bad flag before the model opens
     store_ = ModelStore::open(opts_.model_dir, StoreOptions{opts_.verify});
+    const Activations act = resolve_activations(opts_.activations, store_->manifest().weight_format);
+    opts_.activations = to_string(act);  // as --metrics reports it
     const ModelConfig& cfg = store_->config();
     const int64_t max_len =
         opts_.max_len > 0 ? opts_.max_len : std::min<int64_t>(cfg.max_position_embeddings, 4096);

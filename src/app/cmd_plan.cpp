@@ -34,7 +34,7 @@ std::string gib(int64_t b) {
 }  // namespace
 
 int run_plan(const Args& args) {
-  std::string model_dir, hostfile, parallel = "pipeline", stages, activations = "f32";
+  std::string model_dir, hostfile, parallel = "pipeline", stages, activations = "auto";
   int ranks = 0, kv_slots = 8, kv_len = 4096;
   int64_t kv_tokens = 0;
   bool as_json = false;
@@ -49,7 +49,7 @@ int run_plan(const Args& args) {
       ("max-len", po::value(&kv_len)->default_value(4096), "positions per slot (for the KV cache estimate)")
       ("kv-cache-tokens", po::value(&kv_tokens)->default_value(0),
        "KV-cache positions per rank, as for generate (0: max-batch x max-len)")
-      ("activations", po::value(&activations)->default_value("f32"), "compute path, as for generate: f32 | int8")
+      ("activations", po::value(&activations)->default_value("auto"), "compute path, as for generate: auto | f32 | int8")
       ("json", po::bool_switch(&as_json), "print JSON");
   if (!parse_args(args, "usage: trillion plan --model DIR --ranks N [--parallel pipeline|expert]", desc)) return 0;
 
@@ -64,8 +64,9 @@ int run_plan(const Args& args) {
   auto store = ModelStore::open(model_dir, StoreOptions{false});
   const ModelConfig& cfg = store->config();
   const Manifest& man = store->manifest();
+  const Activations act = resolve_activations(activations, man.weight_format);
   const ParallelMode mode = parse_parallel_mode(parallel);
-  const Activations act = parse_activations(activations);
+
   const Layout layout = make_layout(cfg, model_sizes(cfg, man), mode, ranks, stages);
 
   // KV cache per rank: its pool of blocks (KvPools::pool_blocks, as the run allocates it) over its layers.

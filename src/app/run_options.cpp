@@ -22,9 +22,10 @@ void add_run_options(po::options_description& desc, RunOptions& o) {
       ("stages", po::value(&o.stages), "pipeline layer ranges per rank, e.g. 0-14,15-30 (default: balanced by bytes)")
       ("micro-batches", po::value(&o.micro_batches)->default_value(0),
        "pipeline steps in flight (0: one per stage)")
-      ("activations", po::value(&o.activations)->default_value("f32"),
+      ("activations", po::value(&o.activations)->default_value("auto"),
        "compute path of the weight products: f32 (exact: float32 activations) | int8 (activations quantized "
-       "per token to int8 in groups of 32, integer dot products, for INT8/INT4 weights)")
+       "per token to int8 in groups of 32, integer dot products with INT8/INT4 weights) | auto (int8 for "
+       "INT8/INT4 models, f32 for BF16 and FP8)")
       ("metrics", po::value(&o.metrics_path), "write run metrics (JSON) to this file")
       ("metrics-interval", po::value(&o.metrics_interval)->default_value(15),
        "seconds between running updates of --metrics (\"final\": false, rank 0's figures); 0: only at the end")

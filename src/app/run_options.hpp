@@ -20,7 +20,7 @@ struct RunOptions {
   std::string parallel = "pipeline";
   std::string stages;       // --stages override
   int micro_batches = 0;    // 0: one per pipeline stage
-  std::string activations = "f32";  // --activations f32 | int8 (model/linear.hpp)
+  std::string activations = "auto";  // --activations auto | f32 | int8 (model/linear.hpp)
   std::string metrics_path; // --metrics FILE.json
   double metrics_interval = 15;  // seconds between running updates of --metrics (0: only at the end)
 };

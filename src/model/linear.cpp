@@ -18,10 +18,15 @@ Q8Rows& scratch() {
 Activations parse_activations(const std::string& s) {
   if (s == "f32") return Activations::f32;
   if (s == "int8") return Activations::int8;
-  throw InputError("--activations '" + s + "': expected f32 or int8");
+  throw InputError("--activations '" + s + "': expected auto, f32 or int8");
 }
 
 const char* to_string(Activations a) { return a == Activations::int8 ? "int8" : "f32"; }
+
+Activations resolve_activations(const std::string& flag, WeightFormat f) {
+  if (flag != "auto") return parse_activations(flag);
+  return f == WeightFormat::int4_group || f == WeightFormat::int8_group ? Activations::int8 : Activations::f32;
+}
 
 bool uses_int8(Activations a, const QMatrix& W) { return a == Activations::int8 && q8_supports(W.format); }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/thread_pool.hpp"
+#include "config/model_config.hpp"
 #include "kernels/qmatrix.hpp"
 
 namespace trillion {
@@ -17,6 +18,10 @@ namespace trillion {
 enum class Activations : uint8_t { f32, int8 };
 Activations parse_activations(const std::string& s);  // "f32" | "int8"; throws InputError
 const char* to_string(Activations a);
+// The --activations flag for a model stored as `f`: "auto" (the default) is
+// int8 for INT8 and INT4 models, as in every peer engine, and f32 otherwise
+// (BF16; FP8 until it has an integer path); "f32" and "int8" as given.
+Activations resolve_activations(const std::string& flag, WeightFormat f);
 
 // Whether `a` computes W on the integer path.
 bool uses_int8(Activations a, const QMatrix& W);
