@@ -10,7 +10,8 @@ bench-sized model end to end, as one table (and JSON).
            from the bf16 checkpoint; "unavailable" when this build's convert
            lacks the flag): prefill and decode tokens/s at each batch, with
            weight bytes touched per step / step time / bandwidth, and FLOP/s /
-           peak.
+           peak; INT4 and INT8 once per compute path (rows int4 / int4xq8:
+           --activations f32 / int8).
 Targets (issue 5) are printed as ratios next to their goal, never asserted.
 Everything runs on one machine in one go: compare ratios, not absolute
 figures, when other jobs share the cores.
@@ -32,6 +33,8 @@ ap.add_argument("--build", default=os.path.join(ROOT, "build"))
 ap.add_argument("--work", default=None, help="model cache (default BUILD/bench-work)")
 ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
 ap.add_argument("--formats", default="fp8,int4,int8")
+ap.add_argument("--activations", default="both", choices=("both", "f32", "int8"),
+                help="compute paths of the model bench for INT4/INT8 (both: each, as rows 'int4' and 'int4xq8')")
 ap.add_argument("--batches", default="1,4,16,64")
 ap.add_argument("--quick", action="store_true", help="fewer steps, shorter prompts (about a third of the time)")
 ap.add_argument("--skip-kernels", action="store_true")
@@ -147,20 +150,33 @@ result["model"] = {}
 print(f"bench model end to end ({args.threads} threads): tokens/s; weights touched per step; "
       f"their GB/s and fraction of {bw:.1f} GB/s; GFLOP/s and fraction of {peak:.0f}")
 print(f"{'format':7} {'step':12} {'tokens/s':>9} {'MB/step':>8} {'GB/s':>6} {'of BW':>6} {'GFLOP/s':>8} {'of pk':>6}")
-for fmt in args.formats.split(","):
+def model_runs():
+    """(row name, format, compute path) of every model bench: FP8 and BF16 on
+    the exact path; INT4 and INT8 on each path --activations asks for."""
+    for fmt in args.formats.split(","):
+        paths = ["f32", "int8"] if args.activations == "both" else [args.activations]
+        if fmt not in ("int4", "int8"):
+            paths = ["f32"]
+        for act in paths:
+            yield (fmt if act == "f32" else fmt + "xq8"), fmt, act
+
+
+for key, fmt, act in model_runs():
     model = converted(fmt)
     if model is None:
-        result["model"][fmt] = "unavailable"
-        print(f"{fmt:7} unavailable (this build's `trillion convert` has no --quantize)", flush=True)
+        result["model"][key] = "unavailable"
+        print(f"{key:7} unavailable (this build's `trillion convert` has no --quantize)", flush=True)
         continue
     with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
         sh([os.path.join(bench_dir, "bench_model"), "--model", model, "--threads", args.threads, "--batches",
-            args.batches, "--bandwidth", bw, "--peak", peak, "--json", tmp.name, "--floor", *model_args])
+            args.batches, "--bandwidth", bw, "--peak", peak, "--json", tmp.name, "--floor", "--activations", act,
+            *model_args])
         m = json.load(open(tmp.name))
+    m["activations"] = act
     runs = [("prefill %dx%d" % (m["prefill"]["sequences"], m["prefill"]["prompt_len"]), m["prefill"])]
     runs += [(f"decode b={d['batch']}", d) for d in m["decode"]]
     for name, r in runs:
-        print(f"{fmt:7} {name:12} {r['tokens_per_s']:9.1f} {r['weight_bytes_per_step'] / 1e6:8.0f} "
+        print(f"{key:7} {name:12} {r['tokens_per_s']:9.1f} {r['weight_bytes_per_step'] / 1e6:8.0f} "
               f"{r['weight_gbps']:6.1f} {pct(r.get('bandwidth_fraction')):>6} {r['gflops']:8.1f} "
               f"{pct(r.get('peak_fraction')):>6}", flush=True)
     print(f"        pool dispatch {m['dispatch_us']:.1f} us; experts/head/busy per step: " + ", ".join(
@@ -183,7 +199,7 @@ for fmt in args.formats.split(","):
                 flop_per_token = dec[16]["gflops"] / dec[16]["tokens_per_s"]
                 checks["b16_over_b1_at_peak"] = float(peak) / flop_per_token / dec[1]["tokens_per_s"]
     m["targets"] = checks
-    result["model"][fmt] = m
+    result["model"][key] = m
 
 # ---- the issue's targets, as measured ratios next to their goals
 print("\ntargets (measured / goal):")
@@ -193,7 +209,7 @@ for fmt, m in result["model"].items():
         continue
     t = m["targets"]
     b1, ratio = t.get("b1_tokens_per_s"), t.get("b16_over_b1")
-    b1_text = (f"{b1:.1f}" if b1 else "-") + (" / 72" if fmt == "int8" else "")
+    b1_text = (f"{b1:.1f}" if b1 else "-") + (" / 72" if fmt.startswith("int8") else "")
     ratio_text = (f"{ratio:.1f}x" if ratio else "-") + " / 6x"
     ceiling = t.get("b16_over_b1_at_peak")
     print(f"{fmt:7} {pct(t.get('b1_bandwidth_fraction')) + ' / 80%':>14} {b1_text:>16} {ratio_text:>12} "

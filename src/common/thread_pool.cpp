@@ -29,6 +29,7 @@ constexpr int64_t kDefaultSpinUs = 5000;
 // (~10 us). Yields are rare on purpose: on a loaded machine one hands the
 // core to another process for a whole time slice.
 constexpr int kClockEvery = 64, kYieldEvery = 512;
+constexpr int64_t kBlocksPerThread = 4;  // blocks a parallel_for aims to give each thread, claimed dynamically
 constexpr int64_t kMinSpinNs = 1000;  // the shortest adaptive spin (~1 us: cheap, and catches back-to-back jobs)
 
 inline void cpu_relax() {
@@ -104,7 +105,16 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::run_blocks() {
+  const int64_t n = job_n_, chunk = job_chunk_;
+  for (;;) {
+    const int64_t begin = job_next_.fetch_add(chunk, std::memory_order_relaxed);
+    if (begin >= n) return;
+    (*job_)(begin, std::min(n, begin + chunk));
+  }
+}
+
+void ThreadPool::worker_loop(int /*index*/) {
   uint64_t seen = 0;
   SpinWait spin{spin_limit_ns_, spin_limit_ns_};
   for (;;) {
@@ -115,9 +125,7 @@ void ThreadPool::worker_loop(int index) {
     });
     if (stop_.load(std::memory_order_relaxed)) return;
     seen = generation_.load(std::memory_order_acquire);
-    const int64_t n = job_n_, chunk = job_chunk_;
-    const int64_t begin = int64_t(index) * chunk;
-    if (begin < n) (*job_)(begin, std::min(n, begin + chunk));
+    run_blocks();
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard<std::mutex> lock(mu_);  // the caller may be checking pending_ before sleeping
       done_cv_.notify_one();
@@ -134,17 +142,23 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
     fn(0, n);
     return;
   }
-  const int64_t chunk = (n + threads - 1) / threads;
+  // Blocks are claimed as threads get to them (kBlocksPerThread per thread
+  // when the grain allows), not handed out one per thread: a core that runs
+  // slow (an efficiency core, a preempted one) then costs its share of the
+  // blocks, not the whole call. A block's output never depends on which
+  // thread computes it.
+  const int64_t chunk = std::max(grain, (n + threads * kBlocksPerThread - 1) / (threads * kBlocksPerThread));
   job_ = &fn;
   job_n_ = n;
   job_chunk_ = chunk;
+  job_next_.store(0, std::memory_order_relaxed);
   pending_.store(int(workers_.size()), std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(mu_);
     generation_.fetch_add(1, std::memory_order_release);
   }
   start_cv_.notify_all();  // no system call when no worker sleeps
-  fn(0, std::min(n, chunk));
+  run_blocks();
   auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
   caller_spin_.wait(done, [&] {
     std::unique_lock<std::mutex> lock(mu_);

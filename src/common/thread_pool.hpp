@@ -68,6 +68,8 @@ class ThreadPool {
   // read by workers after they see the new generation (acquire).
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0, job_chunk_ = 0;
+  std::atomic<int64_t> job_next_{0};  // the first index no thread has claimed yet
+  void run_blocks();                  // claims and runs blocks of the current job until none is left
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};  // workers yet to finish the current job
   std::atomic<bool> stop_{false};
