@@ -44,8 +44,13 @@ inline __m256i load_group(const QMatrix& W, int64_t r, int64_t g) {
   }
 }
 
+// Rows wr0 + i wrs (i < R) of W times tokens [t0, t0 + T), into y rows
+// yr0 + i yrs. Strided rows (wrs = a quarter of the range) make the tile's
+// sweep read R sequential streams, which the prefetchers follow (see
+// matmul_avx2.cpp's rows_direct_tiles for the measurements).
 template <MatFormat F, int R, int T>
-void tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float* y, int64_t ldy) {
+void tile(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int64_t t0, float* y, int64_t ldy,
+          int64_t yr0, int64_t yrs) {
   const uint16_t* wscale = static_cast<const uint16_t*>(W.scale);
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[R][T];
@@ -60,8 +65,8 @@ void tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float* y, 
       d[t] = _mm256_set1_ps(xq.row_d(t0 + t)[g]);
     }
     for (int i = 0; i < R; ++i) {
-      const __m256i w = load_group<F>(W, r0 + i, g);
-      const __m256 ws = _mm256_set1_ps(bf16_value(wscale[(r0 + i) * W.scale_cols + g]));
+      const __m256i w = load_group<F>(W, wr0 + i * wrs, g);
+      const __m256 ws = _mm256_set1_ps(bf16_value(wscale[(wr0 + i * wrs) * W.scale_cols + g]));
       for (int t = 0; t < T; ++t) {
         const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ax[t], _mm256_sign_epi8(w, xs[t])), ones);
         acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(ws, d[t]), acc[i][t]);
@@ -69,14 +74,15 @@ void tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float* y, 
     }
   }
   for (int i = 0; i < R; ++i)
-    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + i] = hsum(acc[i][t]);  // avx2_formats.hpp: the definition's tree
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + yr0 + i * yrs] = hsum(acc[i][t]);  // avx2_formats.hpp: the definition's tree
 }
 
 template <MatFormat F, int R>
-void rows_all_tokens(const QMatrix& W, const Q8Rows& xq, int64_t r0, float* y, int64_t ldy) {
+void rows_all_tokens(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, float* y, int64_t ldy, int64_t yr0,
+                     int64_t yrs) {
   int64_t t = 0;
-  for (; t + 2 <= xq.n; t += 2) tile<F, R, 2>(W, xq, r0, t, y, ldy);
-  if (t < xq.n) tile<F, R, 1>(W, xq, r0, t, y, ldy);
+  for (; t + 2 <= xq.n; t += 2) tile<F, R, 2>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs);
+  if (t < xq.n) tile<F, R, 1>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs);
 }
 
 // From this many tokens on, an INT4 row tile is unpacked to int8 once (into
@@ -85,31 +91,36 @@ void rows_all_tokens(const QMatrix& W, const Q8Rows& xq, int64_t r0, float* y, i
 // values are the same, so are the bits.
 constexpr int64_t kUnpackTokens = 4;
 
-void int4_rows_unpacked(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+// Tile k of the range: rows r0 + k + i q (q = (r1 - r0) / 4), unpacked into
+// `buf` as 4 INT8_G32 rows whose scales keep their stride (q rows apart).
+void int4_tile_unpacked(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r, int64_t q) {
   thread_local std::vector<int8_t> buf;
   buf.resize(size_t(4 * W.cols));
-  int64_t r = r0;
-  for (; r + 4 <= r1; r += 4) {
-    for (int i = 0; i < 4; ++i)
-      for (int64_t g = 0; g < xq.groups; ++g)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(&buf[size_t(i * W.cols + g * kQ8Group)]),
-                            load_group<MatFormat::INT4_G32>(W, r + i, g));
-    QMatrix tile = W;  // rows r..r+3 as INT8_G32 in `buf`, with their own scales
-    tile.format = MatFormat::INT8_G32;
-    tile.rows = 4;
-    tile.data = buf.data();
-    tile.scale = static_cast<const uint16_t*>(W.scale) + r * W.scale_cols;
-    rows_all_tokens<MatFormat::INT8_G32, 4>(tile, xq, 0, y + r, ldy);
-  }
-  for (; r < r1; ++r) rows_all_tokens<MatFormat::INT4_G32, 1>(W, xq, r, y, ldy);
+  for (int i = 0; i < 4; ++i)
+    for (int64_t g = 0; g < xq.groups; ++g)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(&buf[size_t(i * W.cols + g * kQ8Group)]),
+                          load_group<MatFormat::INT4_G32>(W, r + i * q, g));
+  QMatrix tile = W;
+  tile.format = MatFormat::INT8_G32;
+  tile.rows = 4;
+  tile.data = buf.data();
+  tile.scale = static_cast<const uint16_t*>(W.scale) + r * W.scale_cols;
+  tile.scale_cols = q * W.scale_cols;  // row i's scales, q rows on
+  rows_all_tokens<MatFormat::INT8_G32, 4>(tile, xq, 0, 1, y, ldy, r, q);
 }
 
+// Rows [r0, r1) in tiles of 4 rows a quarter of the range apart, the last
+// (r1 - r0) % 4 rows one at a time. Which tile a row is in never changes its
+// operations, so neither its bits.
 template <MatFormat F>
 void matmul_rows_q8(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  if (F == MatFormat::INT4_G32 && xq.n >= kUnpackTokens) return int4_rows_unpacked(W, xq, y, ldy, r0, r1);
-  int64_t r = r0;
-  for (; r + 4 <= r1; r += 4) rows_all_tokens<F, 4>(W, xq, r, y, ldy);
-  for (; r < r1; ++r) rows_all_tokens<F, 1>(W, xq, r, y, ldy);
+  const int64_t q = (r1 - r0) / 4;
+  const bool unpack = F == MatFormat::INT4_G32 && xq.n >= kUnpackTokens;
+  for (int64_t k = 0; k < q; ++k) {
+    if (unpack) int4_tile_unpacked(W, xq, y, ldy, r0 + k, q);
+    else rows_all_tokens<F, 4>(W, xq, r0 + k, q, y, ldy, r0 + k, q);
+  }
+  for (int64_t r = r0 + 4 * q; r < r1; ++r) rows_all_tokens<F, 1>(W, xq, r, 1, y, ldy, r, 1);
 }
 
 }  // namespace
