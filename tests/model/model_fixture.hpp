@@ -39,7 +39,8 @@ inline Batch rows_of(int32_t slot, int32_t pos0, int32_t count) {
   return b;
 }
 
-inline bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+// n == 0 compares nothing (and memcmp must not see the null data() of an empty vector).
+inline bool same_bits(const float* a, const float* b, size_t n) { return n == 0 || std::memcmp(a, b, n * sizeof(float)) == 0; }
 
 // n token ids in [0, vocab), a fixed stream per seed.
 inline std::vector<int32_t> random_tokens(int n, uint64_t seed, int64_t vocab) {
