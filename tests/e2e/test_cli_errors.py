@@ -66,6 +66,10 @@ f.expect_error([T, "score", "--model", model, "--input", good], ["--output"], "m
 f.expect_error([T, "score", "--model", model, "--input", good, "--output", out, "--bogus"], ["bogus"],
                "unknown flag", code=USAGE_ERROR)
 f.expect_error([T, "frobnicate"], ["frobnicate"], "unknown command", code=USAGE_ERROR)
+f.expect_error([T, "score", "--model", model, "--input", good, "--output", out, "--activations", "int9"],
+               ["--activations", "int9", "auto, f32 or int8"], "unknown compute path")
+f.expect_error([T, "plan", "--model", model, "--ranks", "2", "--activations", "fp4"],
+               ["--activations", "fp4"], "unknown compute path (plan)")
 
 # --- damaged shards: a flipped byte inside a tensor, a truncated file.
 manifest = json.load(open(os.path.join(model, "manifest.json")))
