@@ -40,6 +40,12 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
   SchedulerOptions sopts;
   sopts.step_tokens = ro.step_tokens;
   sopts.text_stream = text.text_stream;  // stop strings are matched here, on rank 0, which runs the scheduler
+  // lm_head rows past the tokenizer (vocabulary padding) have no text: never choose them.
+  if (text.vocab_size > 0 && text.vocab_size < runner.vocab_size()) {
+    sopts.token_limit = text.vocab_size;
+    std::fprintf(stderr, "%s: ids %d..%lld have no token in the tokenizer: never sampled\n", paths.command,
+                 text.vocab_size, (long long)runner.vocab_size() - 1);
+  }
   int64_t generated = 0, done = 0;
   const auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };

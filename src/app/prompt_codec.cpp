@@ -54,6 +54,7 @@ TextSupport load_text_support(const std::string& model_dir) {
     loaded->tok = std::make_unique<Tokenizer>(load_tokenizer(model_dir));
     loaded->add_bos = add_bos_token(dir) && loaded->tok->bos_id.has_value();
     t.note = "tokenizer " + loaded->tok->source();
+    t.vocab_size = loaded->tok->vocab_size();
   }
   const bool has_template =
       fs::exists(dir / "chat_template.jinja") ||

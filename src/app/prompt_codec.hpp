@@ -16,6 +16,7 @@ struct TextSupport {
   TokenDecoder decode;     // ids -> text (special tokens dropped), or empty
   TextStreamFactory text_stream;  // the same text a token at a time (stop strings), or empty
   std::string note;        // what was loaded, for the log
+  int32_t vocab_size = 0;  // the tokenizer's largest id + 1 (0: no tokenizer)
   std::shared_ptr<void> keep_alive;  // owns the tokenizer and template
 };
 

@@ -49,7 +49,12 @@ std::string sampling_params_error(const SamplingParams& p) {
   return "";
 }
 
+int64_t choosable(int64_t vocab, const SamplingParams& p) {
+  return p.token_limit > 0 ? std::min<int64_t>(vocab, p.token_limit) : vocab;
+}
+
 Candidates sampling_candidates(const float* logits, int64_t vocab, const SamplingParams& p) {
+  vocab = choosable(vocab, p);
   Candidates c;
   c.tokens = top_ids(logits, vocab, p.top_k > 0 ? p.top_k : vocab);  // top-k
   const double m = logits[c.tokens.front()], t = p.temperature;
@@ -81,6 +86,7 @@ Candidates sampling_candidates(const float* logits, int64_t vocab, const Samplin
 }
 
 Sample sample_token(const float* logits, int64_t vocab, const SamplingParams& p) {
+  vocab = choosable(vocab, p);  // ids past the tokenizer's are out of the distribution
   Sample s;
   if (p.temperature == 0) {
     s.token = argmax(logits, vocab);

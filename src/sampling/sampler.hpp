@@ -21,8 +21,14 @@ struct SamplingParams {
   int64_t position = 0;    // position of the token being chosen: the counter
   int32_t logprobs = 0;    // 1: return the chosen token's log-probability
   int32_t top_logprobs = 0;  // also return this many most likely alternatives
+  // Ids [0, token_limit) only (0: the whole vocabulary). The real checkpoints
+  // pad lm_head past the tokenizer's last id (DeepSeek-V3: 129280 rows, 128815
+  // tokens): those ids have no text, so they are masked out of the
+  // distribution (never chosen, greedy or sampled; logprobs over the rest).
+  int32_t token_limit = 0;
+  int32_t reserved = 0;      // keeps the size a multiple of 8 (it travels between ranks as bytes)
 };
-static_assert(std::is_trivially_copyable_v<SamplingParams> && sizeof(SamplingParams) == 40);
+static_assert(std::is_trivially_copyable_v<SamplingParams> && sizeof(SamplingParams) == 48);
 
 struct TokenLogprob {
   int32_t token = 0;
@@ -42,7 +48,10 @@ struct Candidates {
   std::vector<int32_t> tokens;
   std::vector<double> probs;  // sums to 1
 };
+// Ids past p.token_limit are never candidates.
 Candidates sampling_candidates(const float* logits, int64_t vocab, const SamplingParams& p);
+// The ids a choice ranges over: [0, min(vocab, p.token_limit)), or all of them.
+int64_t choosable(int64_t vocab, const SamplingParams& p);
 
 Sample sample_token(const float* logits, int64_t vocab, const SamplingParams& p);
 

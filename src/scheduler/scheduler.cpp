@@ -85,9 +85,10 @@ void Scheduler::run(const std::vector<const GenerateRequest*>& requests,
   };
 
   // The chosen token's position in its sequence is the random stream's counter.
-  auto params_for = [](const Sequence& s) {
+  auto params_for = [this](const Sequence& s) {
     SamplingParams p = s.req->sampling;
     p.position = int64_t(s.tokens.size());
+    p.token_limit = opts_.token_limit;
     return p;
   };
 

@@ -31,6 +31,7 @@ namespace trillion {
 struct SchedulerOptions {
   int64_t step_tokens = 256;  // prefill rows per step (decode rows always fit)
   TextStreamFactory text_stream;  // detokenizer for stop strings; requests with `stop` need it
+  int32_t token_limit = 0;  // the tokenizer's size: larger ids are never chosen (0: no tokenizer, no limit)
   std::function<void()> after_step;  // called as each step's results are taken (progress, metrics)
 };
 

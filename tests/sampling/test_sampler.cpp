@@ -228,3 +228,35 @@ BOOST_AUTO_TEST_CASE(request_sampling_fields) {
   BOOST_TEST(err(R"({"seed": 1.5})").find("seed") != std::string::npos);
   BOOST_TEST(err(R"({"logprobs": 50})").find("logprobs") != std::string::npos);
 }
+
+// Vocabulary padding: lm_head rows past the tokenizer (ids >= token_limit)
+// are out of the distribution. Here they hold the largest logits, so without
+// the limit every choice below would land on them.
+BOOST_AUTO_TEST_CASE(token_limit_masks_padding_ids) {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 0.5f, 9.0f, 8.0f};  // ids 4, 5: padding
+  SamplingParams p;
+  p.token_limit = 4;
+  p.logprobs = 1;
+  p.top_logprobs = 3;
+  const Sample g = sample_token(logits.data(), 6, p);
+  BOOST_TEST(g.token == 1);  // the best id below the limit
+  // log-softmax over ids 0..3 only, by hand
+  const double lse = std::log(std::exp(1.0) + std::exp(3.0) + std::exp(2.0) + std::exp(0.5));
+  BOOST_TEST(std::fabs(double(g.logprob) - (3.0 - lse)) < 1e-6);
+  BOOST_TEST(g.top.size() == 3u);
+  for (const TokenLogprob& t : g.top) BOOST_TEST(t.token < 4);
+  BOOST_TEST(sample_token(logits.data(), 6, SamplingParams{}).token == 4);  // no limit: padding wins
+  p.temperature = 5.0f;  // nearly uniform over the allowed ids: every draw stays below the limit
+  std::map<int32_t, int> seen;
+  for (int64_t pos = 0; pos < 2000; ++pos) {
+    p.position = pos;
+    ++seen[sample_token(logits.data(), 6, p).token];
+  }
+  BOOST_TEST(seen.size() == 4u);
+  BOOST_TEST(seen.rbegin()->first == 3);
+  const Candidates c = sampling_candidates(logits.data(), 6, p);
+  for (int32_t t : c.tokens) BOOST_TEST(t < 4);
+  BOOST_TEST(choosable(6, p) == 4);
+  p.token_limit = 0;
+  BOOST_TEST(choosable(6, p) == 6);
+}

@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <map>
+#include <set>
 
 #include "scheduler/scheduler.hpp"
 #include "generate_all.hpp"
@@ -58,6 +59,7 @@ class FakeRunner : public StepRunner {
       const TokenRow r = in.batch.rows[size_t(i)];
       // The random stream's counter is the position of the token being chosen.
       if (!in.sampling.empty() && in.sampling[j].position != r.pos + 1) consistent = false;
+      if (!in.sampling.empty()) limits.insert(in.sampling[j].token_limit);
       out.tokens.push_back((3 * in.tokens[size_t(i)] + r.pos) % V);
     }
     queue_.push_back(std::move(out));
@@ -65,6 +67,7 @@ class FakeRunner : public StepRunner {
   static constexpr int V = 11;
   int64_t steps = 0, max_rows = 0, max_held = 0;
   bool consistent = true;
+  std::set<int32_t> limits;  // token_limit of every chosen row's params
 
  private:
   int32_t slots_, max_len_;
@@ -205,4 +208,29 @@ BOOST_AUTO_TEST_CASE(requests_larger_than_the_pool_are_errors) {
   capped.push_back(parse_generate_request(JsonlLine{3, R"({"id": "c", "prompt_token_ids": [1, 2], "max_tokens": 99})"}, 100, 8));
   reject_unfittable(capped, 8, KvPools(1, 2, 4));  // capped at the context of 8: fits
   BOOST_TEST(std::holds_alternative<GenerateRequest>(capped[0]));
+}
+
+// The tokenizer's size reaches every row the head chooses a token for (the
+// head then never picks a padding id: tests/sampling).
+BOOST_AUTO_TEST_CASE(token_limit_travels_with_every_row) {
+  FakeRunner runner(3, 40);
+  std::vector<GenerateRequest> reqs(5);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    reqs[i].id = "r" + std::to_string(i);
+    reqs[i].prompt_token_ids = {int32_t(i + 1), 2, 3};
+    reqs[i].max_tokens = 4;
+  }
+  SchedulerOptions opts;
+  opts.token_limit = 7;
+  const ModelConfig cfg = [] {
+    ModelConfig c;
+    c.vocab_size = FakeRunner::V;
+    return c;
+  }();
+  std::vector<const GenerateRequest*> ptrs;
+  for (const auto& r : reqs) ptrs.push_back(&r);
+  int done = 0;
+  Scheduler(runner, cfg, opts).run(ptrs, [&](const GenerationResult&) { ++done; });
+  BOOST_TEST(done == 5);
+  BOOST_TEST(runner.limits == std::set<int32_t>{7});
 }
