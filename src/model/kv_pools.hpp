@@ -62,7 +62,6 @@ class KvLedger {
   // they are not free.
   void reserve(int32_t slot, int64_t positions);
   void release(int32_t slot);  // returns the slot's reservation (none: no-op)
-  int64_t free_blocks(int32_t pool) const { return free_[size_t(pool)]; }
 
  private:
   KvPools pools_;

@@ -13,6 +13,9 @@ Q8Rows& scratch() {
   thread_local Q8Rows rows;
   return rows;
 }
+
+// Whether `a` computes W on the integer path.
+bool uses_int8(Activations a, const QMatrix& W) { return a == Activations::int8 && q8_supports(W.format); }
 }  // namespace
 
 Activations parse_activations(const std::string& s) {
@@ -27,8 +30,6 @@ Activations resolve_activations(const std::string& flag, WeightFormat f) {
   if (flag != "auto") return parse_activations(flag);
   return f == WeightFormat::int4_group || f == WeightFormat::int8_group ? Activations::int8 : Activations::f32;
 }
-
-bool uses_int8(Activations a, const QMatrix& W) { return a == Activations::int8 && q8_supports(W.format); }
 
 void linear(const QMatrix& W, const float* x, int64_t n, float* y, Activations a, ThreadPool& pool) {
   if (!uses_int8(a, W)) return matmul(W, x, n, y, pool);

@@ -23,9 +23,6 @@ const char* to_string(Activations a);
 // (BF16; FP8 until it has an integer path); "f32" and "int8" as given.
 Activations resolve_activations(const std::string& flag, WeightFormat f);
 
-// Whether `a` computes W on the integer path.
-bool uses_int8(Activations a, const QMatrix& W);
-
 // y[n, W.rows] = x[n, W.cols] . W^T, output rows over the pool's threads.
 void linear(const QMatrix& W, const float* x, int64_t n, float* y, Activations a, ThreadPool& pool);
 // The same on the calling thread, output row stride ldy (same bits).

@@ -33,7 +33,6 @@ class Transformer {
 
   const ModelConfig& config() const { return cfg_; }
   const LayerRange& range() const { return range_; }
-  Activations activations() const { return act_; }
 
   // x[n, hidden] = embedding rows of tokens[n]. Needs range().has_embed.
   // Throws InputError for a token id outside [0, vocab_size).
