@@ -18,7 +18,7 @@ FinishedResults prepare_output(const std::string& path, bool restart, const char
 
 template <class R>
 nlohmann::json BatchFiles<R>::requests_json(int64_t done) const {
-  return {{"total", total}, {"errors", errors}, {"skipped", skipped}, {"done", done}, {"to_run", runnable.size()}};
+  return {{"total", total}, {"errors", errors}, {"failed", failed}, {"skipped", skipped}, {"done", done}, {"to_run", runnable.size()}};
 }
 
 template <class R>

@@ -30,6 +30,7 @@ struct BatchFiles {
   int64_t total = 0;                // lines of the file
   int64_t skipped = 0;              // answered by an earlier run
   int64_t errors = 0;               // bad lines (their records written)
+  int64_t failed = 0;               // requests that failed while running (error records)
   // The "requests" object of --metrics, with `done` finished this run.
   nlohmann::json requests_json(int64_t done) const;
 };

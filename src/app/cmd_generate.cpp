@@ -70,7 +70,22 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
   sched = &scheduler;
   scheduler.run(files.runnable, [&](const GenerationResult& r) {
     const int64_t completion = int64_t(r.token_ids.size());
-    files.out->write(result_record(r, ctx));
+    // A request that cannot be turned into its record (its text, its
+    // logprobs) fails alone; a write that fails (a full disk) ends the job.
+    nlohmann::json record;
+    try {
+      record = result_record(r, ctx);
+    } catch (const std::exception& e) {
+      GenerationResult bad = r;
+      bad.error = std::string("cannot format the result: ") + e.what();
+      record = result_record(bad, ctx);
+    }
+    if (record.contains("error") && !record["error"].is_null()) {
+      ++files.failed;
+      std::fprintf(stderr, "%s: request \"%s\" (line %lld) failed: %s\n", paths.command, r.request->id.c_str(),
+                   (long long)r.request->line, record["error"]["message"].get<std::string>().c_str());
+    }
+    files.out->write(record);
     generated += completion;
     ++done;
     progress.request_done(completion);
@@ -78,9 +93,9 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
   progress.finish();
   const nlohmann::json fig = figures();
   std::fprintf(stderr,
-               "%s: %zu requests (%lld errors); %lld prompt tokens, %lld generated in %.2f s "
+               "%s: %zu requests (%lld bad lines, %lld failed); %lld prompt tokens, %lld generated in %.2f s "
                "(%.1f generated tokens/s)\n",
-               paths.command, files.runnable.size(), (long long)files.errors,
+               paths.command, files.runnable.size(), (long long)files.errors, (long long)files.failed,
                (long long)scheduler.stats().prefill_tokens, (long long)generated,
                fig["seconds"]["generation"].get<double>(), fig["tokens_per_second"]["generated"].get<double>());
   return fig;

@@ -6,6 +6,7 @@
 #include "app/batch_files.hpp"
 #include "app/cluster.hpp"
 #include "app/commands.hpp"
+#include "app/prompt_codec.hpp"
 #include "common/error.hpp"
 #include "requests/result_format.hpp"
 #include "scheduler/run_progress.hpp"
@@ -27,9 +28,15 @@ nlohmann::json score_on_rank0(Cluster& cluster, StepRunner& runner, const RunOpt
     std::filesystem::create_directories(logits_dir, ec);
     if (ec) throw SystemError(logits_dir + ": cannot create directory: " + ec.message());
   }
+  // The tokenizer (if the model has one) bounds the greedy ids, as in generate.
+  const TextSupport text = load_text_support(ro.model_dir);
+  const int32_t token_limit = text.vocab_size > 0 && text.vocab_size < runner.vocab_size() ? text.vocab_size : 0;
+  if (token_limit > 0)
+    std::fprintf(stderr, "%s: ids %d..%lld have no token in the tokenizer: reported as unknown_token_positions\n",
+                 paths.command, token_limit, (long long)runner.vocab_size() - 1);
   BatchFiles<ScoreRequest> files = open_batch(parsed, paths);
   RunProgress progress(paths.command, int64_t(files.runnable.size()));
-  Scorer scorer(runner, ScorerOptions{ro.step_tokens, logits_dir});
+  Scorer scorer(runner, ScorerOptions{ro.step_tokens, logits_dir, token_limit});
   const auto t0 = std::chrono::steady_clock::now();
   int64_t done = 0;
   // The run's figures so far (running --metrics updates, after each request) or at the end.
@@ -46,13 +53,18 @@ nlohmann::json score_on_rank0(Cluster& cluster, StepRunner& runner, const RunOpt
     progress.request_done(int64_t(res.request->token_ids.size()));
     ++done;
     cluster.progress_metrics(figures);
-    if (!res.error.empty()) ++files.errors;
+    if (!res.error.empty()) {
+      ++files.failed;
+      std::fprintf(stderr, "%s: request \"%s\" (line %lld) failed: %s\n", paths.command, res.request->id.c_str(),
+                   (long long)res.request->line, res.error.c_str());
+    }
     files.out->write(score_record(res));
   });
   progress.finish();
   const nlohmann::json fig = figures();
-  std::fprintf(stderr, "%s: %lld requests (%lld errors), %lld tokens in %.2f s (%.1f tokens/s)\n", paths.command,
-               (long long)files.total, (long long)files.errors, (long long)scorer.tokens_scored(),
+  std::fprintf(stderr, "%s: %lld requests (%lld bad lines, %lld failed), %lld tokens in %.2f s (%.1f tokens/s)\n",
+               paths.command, (long long)files.total, (long long)files.errors, (long long)files.failed,
+               (long long)scorer.tokens_scored(),
                fig["seconds"]["prefill"].get<double>(), fig["tokens_per_second"]["prefill"].get<double>());
   return fig;
 }

@@ -1,5 +1,7 @@
 #include "parallel/head_step.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -22,7 +24,15 @@ StepOutput head_step(const Transformer& model, const float* x, const StepInput& 
   out.top_logprobs.resize(size_t(m));
   for (int64_t i = 0; i < m; ++i) {
     const SamplingParams p = in.sampling.empty() ? SamplingParams{} : in.sampling.at(size_t(i));
-    Sample s = sample_token(&out.logits[size_t(i * vocab)], vocab, p);
+    const float* row = &out.logits[size_t(i * vocab)];
+    // A NaN or infinity would make any choice garbage: the row's token is -1
+    // and its request fails with an error (rows are independent: one
+    // request's overflow is its own), rather than writing a random token.
+    if (!std::all_of(row, row + vocab, [](float v) { return std::isfinite(v); })) {
+      out.tokens[size_t(i)] = -1;
+      continue;
+    }
+    Sample s = sample_token(row, vocab, p);
     out.tokens[size_t(i)] = s.token;
     out.logprobs[size_t(i)] = s.logprob;
     out.top_logprobs[size_t(i)] = std::move(s.top);

@@ -30,7 +30,7 @@ struct StepInput {
 
 struct StepOutput {
   uint64_t ticket = 0;
-  std::vector<int32_t> tokens;  // [logit_rows] chosen (greedy: argmax, lowest id on ties)
+  std::vector<int32_t> tokens;  // [logit_rows] chosen (greedy: argmax, lowest id on ties); -1: non-finite logits
   std::vector<float> logprobs;  // [logit_rows] of the chosen token when its params ask, else 0
   std::vector<std::vector<TokenLogprob>> top_logprobs;  // [logit_rows][params.top_logprobs]
   std::vector<float> logits;    // [logit_rows, vocab] when return_logits, else empty

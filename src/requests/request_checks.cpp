@@ -144,7 +144,7 @@ template std::vector<const GenerateRequest*> runnable_requests(const std::vector
                                                                JsonlWriter&, const std::string&, const std::string&,
                                                                int64_t*);
 
-nlohmann::json error_record(const RequestError& e) {
+nlohmann::json error_record(const RequestError& e, const char* code) {
   nlohmann::json rec;
   const nlohmann::json id = e.id.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.id);
   if (e.form == RequestForm::plain) {
@@ -154,7 +154,7 @@ nlohmann::json error_record(const RequestError& e) {
     rec["id"] = "batch_req_line" + std::to_string(e.line);
     rec["custom_id"] = id;
     rec["response"] = nullptr;
-    rec["error"] = {{"code", "invalid_request"}, {"message", "line " + std::to_string(e.line) + ": " + e.message},
+    rec["error"] = {{"code", code}, {"message", "line " + std::to_string(e.line) + ": " + e.message},
                     {"line", e.line}};
   }
   return rec;

@@ -55,8 +55,10 @@ std::string first_error(const std::vector<Parsed<R>>& requests, const std::strin
 
 // The result record for a bad line, in the line's form: plain
 // {"id", "error": {"line", "message"}}; OpenAI {"id", "custom_id",
-// "response": null, "error": {"code", "message", "line"}}.
-nlohmann::json error_record(const RequestError& e);
+// "response": null, "error": {"code", "message", "line"}}. `code` tells a
+// line that could not run ("invalid_request") from one that failed while
+// running ("request_failed").
+nlohmann::json error_record(const RequestError& e, const char* code = "invalid_request");
 
 // The good requests, in file order; each bad line is reported on stderr as
 // "<command>: <file> line N: message" and written to `out` as an error record.

@@ -120,19 +120,23 @@ json openai_record(const GenerationResult& r, const ResultContext& ctx) {
 }  // namespace
 
 nlohmann::json result_record(const GenerationResult& r, const ResultContext& ctx) {
+  const GenerateRequest& q = *r.request;
+  if (!r.error.empty()) return error_record(RequestError{q.line, q.id, r.error, q.form, true}, "request_failed");
   return r.request->form == RequestForm::plain ? plain_record(r, ctx) : openai_record(r, ctx);
 }
 
 nlohmann::json score_record(const ScoreResult& res) {
   const ScoreRequest& r = *res.request;
-  if (!res.error.empty()) return error_record(RequestError{r.line, r.id, res.error});
+  if (!res.error.empty()) return error_record(RequestError{r.line, r.id, res.error}, "request_failed");
   double total = 0;
   for (double lp : res.token_logprobs) total += lp;
-  return {{"id", r.id},
-          {"num_tokens", r.token_ids.size()},
-          {"token_logprobs", res.token_logprobs},
-          {"total_logprob", total},
-          {"greedy_token_ids", res.greedy_ids}};
+  json rec = {{"id", r.id},
+              {"num_tokens", r.token_ids.size()},
+              {"token_logprobs", res.token_logprobs},
+              {"total_logprob", total},
+              {"greedy_token_ids", res.greedy_ids}};
+  if (!res.unknown_positions.empty()) rec["unknown_token_positions"] = res.unknown_positions;
+  return rec;
 }
 
 }  // namespace trillion

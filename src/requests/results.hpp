@@ -22,6 +22,9 @@ struct GenerationResult {
   // (token_ids then end with the token that completed it). Unset otherwise:
   // the text is the decoded token_ids.
   std::optional<std::string> text;
+  // Non-empty: the request failed while it ran (its record is an error
+  // record; the job goes on). token_ids then holds what was generated.
+  std::string error;
 };
 
 struct ScoreResult {
@@ -29,6 +32,9 @@ struct ScoreResult {
   std::vector<double> token_logprobs;  // [T-1]: log p(token[t+1] | tokens[0..t])
   std::vector<int32_t> greedy_ids;     // [T]: argmax after each token
   std::string error;                   // non-empty: the request failed (e.g. unwritable logits file)
+  // Positions whose token id the tokenizer does not have (vocabulary
+  // padding): scored under the model's distribution all the same.
+  std::vector<int64_t> unknown_positions;
 };
 
 }  // namespace trillion

@@ -57,13 +57,21 @@ void Scheduler::run(const std::vector<const GenerateRequest*>& requests,
       const GenerateRequest* r = pending.front();
       if (r->max_tokens == 0) {  // nothing to generate: no forward pass needed
         pending.pop_front();
-        done(GenerationResult{r, {}, {}, {}, "length", std::nullopt});
+        done(GenerationResult{r, {}, {}, {}, "length", std::nullopt, {}});
         continue;
       }
       // A free slot (latest freed first) whose pool has the request's blocks.
       const int64_t positions = kv_positions(*r, max_len);
-      if (!kv.fits_empty(positions))
-        throw Error("request \"" + r->id + "\" needs more KV-cache blocks than a pool holds");
+      // Both are caught before the run (request_checks.cpp); should one slip
+      // through, it fails this request, not the job.
+      if (!kv.fits_empty(positions) || (!r->stop.empty() && !opts_.text_stream)) {
+        pending.pop_front();
+        GenerationResult res{r, {}, {}, {}, "", std::nullopt, {}};
+        res.error = !kv.fits_empty(positions) ? "needs more KV-cache blocks than a pool holds"
+                                               : "has stop strings but the model has no tokenizer";
+        done(res);
+        continue;
+      }
       auto fits = [&](int32_t slot) { return ledger.can_reserve(slot, positions); };
       auto it = std::find_if(g.free_slots.rbegin(), g.free_slots.rend(), fits);
       if (it == g.free_slots.rend()) break;  // wait for running sequences to finish
@@ -74,7 +82,6 @@ void Scheduler::run(const std::vector<const GenerateRequest*>& requests,
       s.req = r;
       s.tokens = r->prompt_token_ids;
       if (!r->stop.empty()) {
-        if (!opts_.text_stream) throw Error("request \"" + r->id + "\" has stop strings but there is no tokenizer");
         s.stream = opts_.text_stream();
         s.stop = std::make_unique<StopMatcher>(r->stop);
       }
@@ -152,21 +159,36 @@ void Scheduler::run(const std::vector<const GenerateRequest*>& requests,
         s.top_logprobs.push_back(i < out.top_logprobs.size() ? out.top_logprobs[i] : std::vector<TokenLogprob>{});
       }
       const char* reason = nullptr;
-      if (s.stop && s.stop->push(s.stream->push(tok)))
-        reason = "stop";  // the stop string is cut from the text; the token that completed it stays
-      else if (std::find(cfg_.eos_token_ids.begin(), cfg_.eos_token_ids.end(), tok) != cfg_.eos_token_ids.end())
-        reason = "stop";
-      else if (int64_t(s.generated.size()) >= s.req->max_tokens)
-        reason = "length";
-      else if (int64_t(s.tokens.size()) >= max_len)
-        reason = "length";  // the context is full
-      if (reason) {
-        GenerationResult res{s.req, s.generated, s.logprobs, s.top_logprobs, reason, std::nullopt};
-        if (s.stop) {
-          // An unfinished character at the end may still complete a stop string's bytes.
-          if (!s.stop->stopped() && s.stop->push(s.stream->flush())) res.finish_reason = "stop";
-          s.stop->finish();
-          res.text = s.stop->text();
+      std::string error;
+      if (tok < 0) {
+        error = "the model's logits were not finite at position " + std::to_string(s.tokens.size() - 1);
+      } else if (s.stop) {
+        // A failure in one request's text (its detokenizer or stop matcher) ends that request only.
+        try {
+          if (s.stop->push(s.stream->push(tok))) reason = "stop";  // the stop string is cut from the text
+        } catch (const std::exception& e) {
+          error = std::string("stop strings: ") + e.what();
+        }
+      }
+      if (!reason && error.empty()) {
+        if (std::find(cfg_.eos_token_ids.begin(), cfg_.eos_token_ids.end(), tok) != cfg_.eos_token_ids.end())
+          reason = "stop";
+        else if (int64_t(s.generated.size()) >= s.req->max_tokens)
+          reason = "length";
+        else if (int64_t(s.tokens.size()) >= max_len)
+          reason = "length";  // the context is full
+      }
+      if (reason || !error.empty()) {
+        GenerationResult res{s.req, s.generated, s.logprobs, s.top_logprobs, reason ? reason : "", std::nullopt, error};
+        if (s.stop && error.empty()) {
+          try {
+            // An unfinished character at the end may still complete a stop string's bytes.
+            if (!s.stop->stopped() && s.stop->push(s.stream->flush())) res.finish_reason = "stop";
+            s.stop->finish();
+            res.text = s.stop->text();
+          } catch (const std::exception& e) {
+            res.error = std::string("stop strings: ") + e.what();
+          }
         }
         done(res);
         g.free_slots.push_back(s.slot);

@@ -68,6 +68,8 @@ void Scorer::run(const std::vector<const ScoreRequest*>& requests,
     }
   };
 
+  SamplingParams greedy;  // the greedy choice of each row, among the tokenizer's ids
+  greedy.token_limit = opts_.token_limit;
   std::vector<int32_t> released;  // slots of sequences whose last chunk was submitted
   auto collect = [&] {
     StepOutput out = runner_.next();
@@ -78,6 +80,8 @@ void Scorer::run(const std::vector<const ScoreRequest*>& requests,
     const int64_t T = int64_t(ids.size());
     for (int64_t i = 0; i < c.n; ++i) {
       const float* row = &out.logits[size_t(i * vocab)];
+      if (out.tokens[size_t(i)] < 0 && j.result.error.empty())
+        j.result.error = "the model's logits were not finite at position " + std::to_string(c.begin + i);
       j.result.greedy_ids.push_back(out.tokens[size_t(i)]);
       if (c.begin + i + 1 < T)
         j.result.token_logprobs.push_back(token_logprob(row, vocab, ids[size_t(c.begin + i + 1)]));
@@ -99,6 +103,9 @@ void Scorer::run(const std::vector<const ScoreRequest*>& requests,
     j.result.request = &req;
     const int64_t T = int64_t(req.token_ids.size());
     j.chunks_left = (T + chunk - 1) / chunk;
+    if (opts_.token_limit > 0)
+      for (int64_t p = 0; p < T; ++p)
+        if (req.token_ids[size_t(p)] >= opts_.token_limit) j.result.unknown_positions.push_back(p);
     if (!opts_.logits_dir.empty()) {
       try {
         if (!is_safe_file_id(req.id))
@@ -129,6 +136,7 @@ void Scorer::run(const std::vector<const ScoreRequest*>& requests,
         in.tokens.push_back(req.token_ids[size_t(p)]);
         in.batch.rows.push_back({slot, int32_t(p)});
         in.logit_rows.push_back(p - begin);
+        if (opts_.token_limit > 0) in.sampling.push_back(greedy);
       }
       in.batch.released = std::move(released);  // applied on every rank before this step's rows
       released.clear();

@@ -16,6 +16,9 @@ namespace trillion {
 struct ScorerOptions {
   int64_t step_tokens = 256;  // rows per step
   std::string logits_dir;     // non-empty: write <dir>/<id>.npy, float32 [T, vocab]
+  // The tokenizer's size (0: none): greedy ids stay below it, as generate's
+  // choices do, and request ids at or past it are reported (unknown_positions).
+  int32_t token_limit = 0;
 };
 
 class Scorer {

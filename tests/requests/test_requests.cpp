@@ -134,7 +134,7 @@ BOOST_AUTO_TEST_CASE(openai_bad_lines) {
 BOOST_AUTO_TEST_CASE(openai_result_shape) {
   auto p = parse(openai("/v1/completions", R"({"prompt": [1, 2], "logprobs": 1})"));
   const auto& q = std::get<GenerateRequest>(p);
-  GenerationResult g{&q, {5, 6}, {-0.5f, -1.5f}, {{{5, -0.5f}}, {{7, -1.0f}}}, "length", std::nullopt};
+  GenerationResult g{&q, {5, 6}, {-0.5f, -1.5f}, {{{5, -0.5f}}, {{7, -1.0f}}}, "length", std::nullopt, {}};
   ResultContext ctx{"tiny", 123, {}};
   const json rec = result_record(g, ctx);
   BOOST_TEST(rec["custom_id"] == "c1");

@@ -234,3 +234,21 @@ BOOST_AUTO_TEST_CASE(token_limit_travels_with_every_row) {
   BOOST_TEST(done == 5);
   BOOST_TEST(runner.limits == std::set<int32_t>{7});
 }
+
+// reject_unfittable keeps such requests out of a run; should one reach the
+// scheduler, it fails alone instead of ending the job.
+BOOST_AUTO_TEST_CASE(a_request_the_pool_cannot_hold_fails_alone) {
+  ModelConfig cfg;
+  auto reqs = numbered_requests(3, [](int) { return 3; }, [](int i) { return i == 1 ? 30 : 4; });
+  FakeRunner runner(2, 40, 1, /*block=*/4, /*pool_blocks=*/4);  // 16 positions: r1 needs 33
+  auto got = test::generate_all(runner, cfg, SchedulerOptions{}, reqs);
+  BOOST_REQUIRE_EQUAL(got.size(), 3u);
+  BOOST_TEST(got["r1"].error.find("KV-cache") != std::string::npos);
+  BOOST_TEST(got["r1"].token_ids.empty());
+  for (const char* id : {"r0", "r2"}) {
+    std::string reason;
+    BOOST_TEST(got[id].error.empty());
+    BOOST_TEST(got[id].token_ids == expected(reqs[id[1] == '0' ? 0 : 2], cfg.eos_token_ids, 40, &reason), id);
+  }
+  BOOST_TEST(runner.consistent);
+}
