@@ -1,6 +1,12 @@
 #include "parallel/rank_metrics.hpp"
 
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#ifdef __APPLE__
+#include <mach/mach.h>
+#endif
 
 #include "runtime/rma_channel.hpp"
 
@@ -16,12 +22,29 @@ int64_t peak_rss_bytes() {
 #endif
 }
 
+int64_t rss_bytes() {
+#ifdef __APPLE__
+  mach_task_basic_info_data_t info{};
+  mach_msg_type_number_t count = MACH_TASK_BASIC_INFO_COUNT;
+  if (task_info(mach_task_self(), MACH_TASK_BASIC_INFO, task_info_t(&info), &count) != KERN_SUCCESS) return 0;
+  return int64_t(info.resident_size);
+#else
+  // statm's second field: resident pages (file-backed weight pages included).
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  long long size = 0, resident = 0;
+  const int got = std::fscanf(f, "%lld %lld", &size, &resident);
+  std::fclose(f);
+  return got == 2 ? int64_t(resident) * int64_t(sysconf(_SC_PAGESIZE)) : 0;
+#endif
+}
+
 nlohmann::json to_json(const RankMetrics& m) {
   return {{"rank", m.rank}, {"host", m.host}, {"role", m.role}, {"busy_seconds", m.busy_seconds},
           {"wait_seconds", m.wait_seconds}, {"bytes_sent", m.bytes_sent}, {"messages_sent", m.messages_sent},
           {"bytes_received", m.bytes_received}, {"messages_received", m.messages_received},
           {"weight_bytes", m.weight_bytes}, {"kv_cache_bytes", m.kv_cache_bytes},
-          {"peak_rss_bytes", m.peak_rss_bytes}};
+          {"peak_rss_bytes", m.peak_rss_bytes}, {"rss_bytes", m.rss_bytes}};
 }
 
 RankMetrics rank_metrics_from_json(const nlohmann::json& j) {
@@ -38,6 +61,7 @@ RankMetrics rank_metrics_from_json(const nlohmann::json& j) {
   j.at("weight_bytes").get_to(m.weight_bytes);
   j.at("kv_cache_bytes").get_to(m.kv_cache_bytes);
   j.at("peak_rss_bytes").get_to(m.peak_rss_bytes);
+  j.at("rss_bytes").get_to(m.rss_bytes);
   return m;
 }
 
@@ -51,6 +75,7 @@ void fill_run_metrics(RankMetrics& m, const ChannelStats& traffic, double busy_s
   m.messages_received = traffic.messages_received;
   m.kv_cache_bytes = kv_cache_bytes;
   m.peak_rss_bytes = peak_rss_bytes();
+  m.rss_bytes = rss_bytes();
 }
 
 }  // namespace trillion

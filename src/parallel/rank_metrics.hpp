@@ -19,9 +19,11 @@ struct RankMetrics {
   int64_t weight_bytes = 0;    // weights this rank maps
   int64_t kv_cache_bytes = 0;
   int64_t peak_rss_bytes = 0;  // getrusage ru_maxrss
+  int64_t rss_bytes = 0;       // resident now (a soak watches it stay flat)
 };
 
 int64_t peak_rss_bytes();  // of this process
+int64_t rss_bytes();       // of this process, now (0 where the OS does not say)
 
 // One entry of --metrics' "per_rank" (and how it travels to rank 0).
 nlohmann::json to_json(const RankMetrics& m);

@@ -29,7 +29,7 @@ GENERATE_KEYS = ["command", "requests", "steps", "tokens", "seconds", "tokens_pe
                  "per_rank"]
 SCORE_KEYS = [k for k in GENERATE_KEYS if k != "steps"]
 RANK_KEYS = ["rank", "host", "role", "busy_seconds", "wait_seconds", "bytes_sent", "messages_sent", "bytes_received",
-             "messages_received", "weight_bytes", "kv_cache_bytes", "peak_rss_bytes"]
+             "messages_received", "weight_bytes", "kv_cache_bytes", "peak_rss_bytes", "rss_bytes"]
 
 
 def watch(cmd, metrics):
