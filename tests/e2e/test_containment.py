@@ -52,4 +52,21 @@ f.check("unknown_token_positions" not in got.get("plain", {"unknown_token_positi
 greedy = [t for r in got.values() for t in r.get("greedy_token_ids", [])]
 f.check(len(greedy) == 45 and all(0 <= t < limit for t in greedy), f"greedy ids within the tokenizer: {greedy[:8]}")
 f.check(len(got.get("pad", {}).get("token_logprobs", [])) == 4, "the padded request is scored")
+
+# A logits file that cannot be written (a directory in its way, an id that
+# cannot name a file) fails its request only; the others get theirs.
+logits = os.path.join(case, "logits")
+os.makedirs(os.path.join(logits, "blocked.npy"))
+write_jsonl(score_in, [{"id": "ok", "token_ids": [5, 6, 7]}, {"id": "blocked", "token_ids": [5, 6]},
+                       {"id": "../escape", "token_ids": [5, 6]}, {"id": "ok2", "token_ids": [8, 9]}])
+p = run([T, "score", "--model", model, "--input", score_in, "--output", score_out, "--restart",
+         "--logits-out", logits], check=False)
+f.check(p.returncode == 0, f"score with unwritable logits finished: exit {p.returncode}, {p.stderr[-600:]!r}")
+got = {r.get("id"): r for r in read_jsonl(score_out)} if os.path.exists(score_out) else {}
+f.check(sorted(got) == ["../escape", "blocked", "ok", "ok2"], f"one record each: {sorted(got)}")
+f.check(all("error" in got.get(k, {}) for k in ("blocked", "../escape")), "the two failed requests have errors")
+f.check(all("token_logprobs" in got.get(k, {}) for k in ("ok", "ok2")), "the others were scored")
+f.check(os.path.exists(os.path.join(logits, "ok2.npy")) and not os.path.exists(os.path.join(case, "escape.npy")),
+        "logits written for the good ids only, nothing outside --logits-out")
+f.check("failed" in p.stderr, "stderr names the failed requests")
 f.finish()
