@@ -35,6 +35,7 @@
 #include "model/transformer.hpp"
 #include "model/weights.hpp"
 #include "store/manifest.hpp"
+#include "store/int8_source.hpp"
 #include "store/model_store.hpp"
 
 using namespace trillion;
@@ -409,10 +410,15 @@ int run(int argc, char** argv) {
   ThreadPool pool(threads);
   const Activations act = resolve_activations(activations, store->manifest().weight_format);
   std::printf("compute path: %s\n", to_string(act));
-  Bench bench(cfg, *store, pool, act);
+  // As a run does (app/cluster.cpp): FP8 models on the int8 path read their linears as int8 groups.
+  Int8FromFp8Source int8(*store, &pool);
+  TensorSource& weights = act == Activations::int8 && store->manifest().weight_format == WeightFormat::fp8_block
+                              ? static_cast<TensorSource&>(int8)
+                              : *store;
+  Bench bench(cfg, weights, pool, act);
   const std::vector<int> batches = parse_list(batches_arg);
   std::unique_ptr<FloorTimer> floor_timer;
-  if (with_floor) floor_timer = std::make_unique<FloorTimer>(b1_floor_matrices(cfg, *store), pool);
+  if (with_floor) floor_timer = std::make_unique<FloorTimer>(b1_floor_matrices(cfg, weights), pool);
   const int64_t V = cfg.vocab_size;
 
   // The pool's round trip (wake the workers, wait for them) with no work: a

@@ -10,7 +10,7 @@ bench-sized model end to end, as one table (and JSON).
            from the bf16 checkpoint; "unavailable" when this build's convert
            lacks the flag): prefill and decode tokens/s at each batch, with
            weight bytes touched per step / step time / bandwidth, and FLOP/s /
-           peak; INT4 and INT8 once per compute path (rows int4 / int4xq8:
+           peak; FP8, INT4 and INT8 once per compute path (rows int4 / int4xq8:
            --activations f32 / int8).
 Targets (issue 5) are printed as ratios next to their goal, never asserted.
 Everything runs on one machine in one go: compare ratios, not absolute
@@ -151,11 +151,12 @@ print(f"bench model end to end ({args.threads} threads): tokens/s; weights touch
       f"their GB/s and fraction of {bw:.1f} GB/s; GFLOP/s and fraction of {peak:.0f}")
 print(f"{'format':7} {'step':12} {'tokens/s':>9} {'MB/step':>8} {'GB/s':>6} {'of BW':>6} {'GFLOP/s':>8} {'of pk':>6}")
 def model_runs():
-    """(row name, format, compute path) of every model bench: FP8 and BF16 on
-    the exact path; INT4 and INT8 on each path --activations asks for."""
+    """(row name, format, compute path) of every model bench: BF16 on the
+    exact path; FP8, INT4 and INT8 on each path --activations asks for (FP8
+    on the int8 path: its linears requantized to int8 groups at load)."""
     for fmt in args.formats.split(","):
         paths = ["f32", "int8"] if args.activations == "both" else [args.activations]
-        if fmt not in ("int4", "int8"):
+        if fmt not in ("int4", "int8", "fp8"):
             paths = ["f32"]
         for act in paths:
             yield (fmt if act == "f32" else fmt + "xq8"), fmt, act

@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "runtime/mpi_env.hpp"
+#include "store/int8_source.hpp"
 #include "store/manifest.hpp"
 
 namespace trillion::app {
@@ -68,7 +69,12 @@ void Cluster::set_up() {
     error = e.what();
   }
   env_->check_all(error.empty(), error);
-  role_ = make_rank_role(*env_, store_->config(), *store_, *pool_, layout_, shape);
+  TensorSource* weights = store_.get();
+  if (shape.activations == Activations::int8 && store_->manifest().weight_format == WeightFormat::fp8_block) {
+    int8_weights_ = std::make_unique<Int8FromFp8Source>(*store_, pool_.get());
+    weights = int8_weights_.get();
+  }
+  role_ = make_rank_role(*env_, store_->config(), *weights, *pool_, layout_, shape);
 }
 
 int Cluster::run(const std::function<nlohmann::json(StepRunner&)>& work) {

@@ -12,6 +12,7 @@
 #include "common/thread_pool.hpp"
 #include "parallel/rank_role.hpp"
 #include "plan/layout.hpp"
+#include "store/int8_source.hpp"
 #include "store/model_store.hpp"
 
 namespace trillion {
@@ -49,6 +50,7 @@ class Cluster {
   RunOptions opts_;
   std::unique_ptr<MpiEnv> env_;
   std::unique_ptr<ModelStore> store_;
+  std::unique_ptr<Int8FromFp8Source> int8_weights_;  // FP8 models on the integer-dot path
   std::unique_ptr<ThreadPool> pool_;
   Layout layout_;
   std::unique_ptr<RankRole> role_;

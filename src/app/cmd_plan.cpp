@@ -88,6 +88,7 @@ int run_plan(const Args& args) {
                              {"head", s.layers.has_head},
                              {"experts", {s.experts.begin, s.experts.end - 1}},
                              {"weight_bytes", share_bytes(cfg, man, s)},
+                             {"int8_copy_bytes", act == Activations::int8 ? share_int8_copy_bytes(cfg, man, s) : 0},
                              {"kv_cache_bytes", kv},
                              {"files", files}});
   }
@@ -98,20 +99,24 @@ int run_plan(const Args& args) {
   std::printf("%s: %s, %lld layers, %lld routed experts per MoE layer; %s over %d rank%s\n", model_dir.c_str(),
               cfg.model_type.c_str(), (long long)cfg.num_hidden_layers, (long long)cfg.n_routed_experts,
               to_string(mode), ranks, ranks > 1 ? "s" : "");
-  std::printf("compute path: %s\n\n", act == Activations::int8
-                                         ? "int8 (activations quantized to int8, integer dot products with INT8/INT4 "
-                                           "weights; other formats and the router in float32)"
-                                         : "f32 (float32 activations and accumulation: exact)");
-  std::printf("%-5s %-14s %-12s %-6s %-5s %-10s %-14s %-14s %s\n", "rank", "host", "layers", "embed", "head",
-              "experts", "weights", "kv cache", "files");
+  std::printf("compute path: %s\n", act == Activations::int8
+                                       ? "int8 (activations quantized to int8, integer dot products with INT8/INT4 "
+                                         "weights, FP8 ones requantized to int8 at load; BF16 and the router in float32)"
+                                       : "f32 (float32 activations and accumulation: exact)");
+  const bool copies = act == Activations::int8 && man.weight_format == WeightFormat::fp8_block;
+  if (copies)
+    std::printf("FP8 weights on the int8 path: each rank also holds its FP8 linears as int8 groups (\"int8 copy\")\n");
+  std::printf("\n%-5s %-14s %-12s %-6s %-5s %-10s %-14s %-14s %s%s\n", "rank", "host", "layers", "embed", "head",
+              "experts", "weights", "kv cache", copies ? "int8 copy      " : "", "files");
   for (const auto& r : j["per_rank"]) {
-    std::printf("%-5d %-14s %-12s %-6s %-5s %-10s %-14s %-14s %zu\n", r["rank"].get<int>(),
+    const std::string copy = copies ? gib(r["int8_copy_bytes"].get<int64_t>()) : "";
+    std::printf("%-5d %-14s %-12s %-6s %-5s %-10s %-14s %-14s %-*s%zu\n", r["rank"].get<int>(),
                 r["host"].get<std::string>().c_str(),
                 (std::to_string(r["layers"][0].get<int>()) + "-" + std::to_string(r["layers"][1].get<int>())).c_str(),
                 r["embed"].get<bool>() ? "yes" : "", r["head"].get<bool>() ? "yes" : "",
                 (std::to_string(r["experts"][0].get<int>()) + "-" + std::to_string(r["experts"][1].get<int>())).c_str(),
                 gib(r["weight_bytes"].get<int64_t>()).c_str(), gib(r["kv_cache_bytes"].get<int64_t>()).c_str(),
-                r["files"].size());
+                copies ? 15 : 0, copy.c_str(), r["files"].size());
   }
   std::printf("\nfiles each host needs (besides config.json, manifest.json and the tokenizer files):\n");
   for (const auto& [host, files] : files_by_host) {

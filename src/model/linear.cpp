@@ -28,7 +28,9 @@ const char* to_string(Activations a) { return a == Activations::int8 ? "int8" : 
 
 Activations resolve_activations(const std::string& flag, WeightFormat f) {
   if (flag != "auto") return parse_activations(flag);
-  return f == WeightFormat::int4_group || f == WeightFormat::int8_group ? Activations::int8 : Activations::f32;
+  return f == WeightFormat::int4_group || f == WeightFormat::int8_group || f == WeightFormat::fp8_block
+             ? Activations::int8
+             : Activations::f32;
 }
 
 void linear(const QMatrix& W, const float* x, int64_t n, float* y, Activations a, ThreadPool& pool) {

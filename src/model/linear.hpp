@@ -3,7 +3,8 @@
 //   f32:  float32 activations, float32 accumulation (kernels/matmul.hpp), every format;
 //   int8: activations quantized per token to int8 in groups of 32, exact
 //         integer dot products (kernels/matmul_q8.hpp) for INT8_G32 and
-//         INT4_G32 weights; other formats (BF16, FP8, F32) stay on f32.
+//         INT4_G32 weights (FP8 models get INT8_G32 weights by requantizing
+//         at load: store/int8_source.hpp); BF16 and F32 stay on f32.
 // Either way a row's bits depend only on that row and the weights.
 #pragma once
 #include <cstdint>
@@ -19,8 +20,8 @@ enum class Activations : uint8_t { f32, int8 };
 Activations parse_activations(const std::string& s);  // "f32" | "int8"; throws InputError
 const char* to_string(Activations a);
 // The --activations flag for a model stored as `f`: "auto" (the default) is
-// int8 for INT8 and INT4 models, as in every peer engine, and f32 otherwise
-// (BF16; FP8 until it has an integer path); "f32" and "int8" as given.
+// int8 for INT8, INT4 and FP8 models, as in every peer engine, and f32 for
+// BF16; "f32" and "int8" as given.
 Activations resolve_activations(const std::string& flag, WeightFormat f);
 
 // y[n, W.rows] = x[n, W.cols] . W^T, output rows over the pool's threads.

@@ -48,6 +48,10 @@ bool holds_tensor(const ModelConfig& cfg, const RankShare& share, const std::str
 
 // Weight bytes a rank maps, and the shard files it needs.
 int64_t share_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share);
+// Memory the integer-dot path allocates for an FP8 share: its FP8 linear
+// weights requantized to int8 groups (store/int8_source.hpp). The mapped FP8
+// pages stay file-backed (reclaimable); this copy is anonymous memory.
+int64_t share_int8_copy_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share);
 std::vector<std::string> share_files(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share);
 
 }  // namespace trillion

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -34,18 +35,16 @@ inline double round_even(double t) {
 // not depend on how rows were split over threads.
 struct RowStats {
   std::vector<double> err, sq, max;
-  std::vector<uint8_t> bad;  // a non-finite value in the row
-  explicit RowStats(int64_t rows) : err(size_t(rows)), sq(size_t(rows)), max(size_t(rows)), bad(size_t(rows)) {}
+  std::vector<int64_t> bad;  // the column of the row's first non-finite value, or -1
+  explicit RowStats(int64_t rows)
+      : err(size_t(rows)), sq(size_t(rows)), max(size_t(rows)), bad(size_t(rows), -1) {}
 
-  QuantStats total(const std::string& prefix, const uint16_t* w, int64_t cols) const {
+  QuantStats total(const std::string& prefix) const {
     QuantStats s;
     for (size_t r = 0; r < err.size(); ++r) {
-      if (bad[r]) {
-        int64_t c = 0;
-        while (c < cols && std::isfinite(bf16_to_f32(w[int64_t(r) * cols + c]))) ++c;
+      if (bad[r] >= 0)
         throw FormatError("tensor '" + prefix + ".weight': value at [" + std::to_string(r) + ", " +
-                          std::to_string(c) + "] is not finite; cannot quantize");
-      }
+                          std::to_string(bad[r]) + "] is not finite; cannot quantize");
       s.sum_sq_err += err[r];
       s.sum_sq += sq[r];
       s.max_abs_err = std::max(s.max_abs_err, max[r]);
@@ -79,8 +78,11 @@ QuantTensor make_tensor(std::string name, DType dt, std::vector<int64_t> shape) 
 }
 
 // int8 (qmax 127) and int4 (qmax 7): symmetric, one bf16 scale per 32 columns.
-QuantizedMatrix quantize_groups(WeightFormat format, const std::string& prefix, const uint16_t* w, int64_t rows,
-                                int64_t cols, ThreadPool* pool) {
+// Row r of a matrix as exact doubles (bf16, or FP8 code x block scale).
+using RowReader = std::function<void(int64_t r, double* row)>;
+
+QuantizedMatrix quantize_groups(WeightFormat format, const std::string& prefix, const RowReader& read,
+                                int64_t rows, int64_t cols, ThreadPool* pool) {
   const bool int4 = format == WeightFormat::int4_group;
   const double qmax = int4 ? 7.0 : 127.0;
   const int64_t sc = ceil_div(cols, kGroup);
@@ -103,18 +105,19 @@ QuantizedMatrix quantize_groups(WeightFormat format, const std::string& prefix, 
     alignas(64) double x[kGroup], qd[kGroup], a[kGroup], e2[kGroup], x2[kGroup], ae[kGroup];
     const int64_t ncols = cols, nsc = sc;  // locals: the int8 stores below may alias anything
     std::vector<int32_t> q(static_cast<size_t>(ncols));
+    std::vector<double> row(static_cast<size_t>(ncols));
     for (int64_t r = r0; r < r1; ++r) {
-      const uint16_t* row = w + r * ncols;
+      read(r, row.data());
+      const auto bad = std::find_if(row.begin(), row.end(), [](double v) { return !std::isfinite(v); });
+      if (bad != row.end()) {
+        rs.bad[size_t(r)] = bad - row.begin();
+        continue;
+      }
       double err = 0, sq = 0, mx = 0;
-      unsigned exp_max = 0;  // 0x7f80: a NaN or infinity in the row
       for (int64_t g = 0; g < nsc; ++g) {
         const int64_t c0 = g * kGroup, n = std::min(kGroup, ncols - c0);
         for (int64_t i = n; i < kGroup; ++i) x[i] = 0.0;  // a partial group: zeros change nothing
-        for (int64_t i = 0; i < n; ++i) {
-          x[i] = bf16_to_f32(row[c0 + i]);
-          const unsigned e = row[c0 + i] & 0x7f80u;
-          exp_max = e > exp_max ? e : exp_max;
-        }
+        for (int64_t i = 0; i < n; ++i) x[i] = row[size_t(c0 + i)];
         for (int64_t i = 0; i < kGroup; ++i) a[i] = std::fabs(x[i]);
         tree_max(a);
         const double amax = a[0];
@@ -158,11 +161,16 @@ QuantizedMatrix quantize_groups(WeightFormat format, const std::string& prefix, 
       rs.err[size_t(r)] = err;
       rs.sq[size_t(r)] = sq;
       rs.max[size_t(r)] = mx;
-      rs.bad[size_t(r)] = exp_max == 0x7f80u;
     }
   });
-  out.stats = rs.total(prefix, w, cols);
+  out.stats = rs.total(prefix);
   return out;
+}
+
+RowReader bf16_rows(const uint16_t* w, int64_t cols) {
+  return [w, cols](int64_t r, double* row) {
+    for (int64_t c = 0; c < cols; ++c) row[c] = bf16_to_f32(w[r * cols + c]);
+  };
 }
 
 // DeepSeek-V3's FP8: e4m3 codes and an f32 scale_inv per 128x128 block.
@@ -182,13 +190,11 @@ QuantizedMatrix quantize_fp8(const std::string& prefix, const uint16_t* w, int64
       const int64_t r0 = br * kBlock, r1 = std::min(rows, r0 + kBlock);
       std::fill(amax.begin(), amax.end(), 0.0f);
       for (int64_t r = r0; r < r1; ++r) {
-        bool bad = false;
         for (int64_t c = 0; c < cols; ++c) {
           const float a = std::fabs(bf16_to_f32(w[r * cols + c]));
-          bad |= !(a <= FLT_MAX);
+          if (!(a <= FLT_MAX) && rs.bad[size_t(r)] < 0) rs.bad[size_t(r)] = c;
           amax[size_t(c / kBlock)] = std::max(amax[size_t(c / kBlock)], a);
         }
-        rs.bad[size_t(r)] = bad;
       }
       for (int64_t b = 0; b < cb; ++b) {
         float s = amax[size_t(b)] / kFp8Max;
@@ -213,7 +219,7 @@ QuantizedMatrix quantize_fp8(const std::string& prefix, const uint16_t* w, int64
       }
     }
   });
-  out.stats = rs.total(prefix, w, cols);
+  out.stats = rs.total(prefix);
   return out;
 }
 
@@ -300,8 +306,25 @@ QuantizedMatrix quantize_matrix(WeightFormat format, const std::string& prefix, 
   if (!quantizable(format, cols))
     throw FormatError("tensor '" + prefix + ".weight': " + to_string(format) + " cannot store in_features " +
                       std::to_string(cols));
-  QuantizedMatrix q = format == WeightFormat::fp8_block ? quantize_fp8(prefix, w, rows, cols, pool)
-                                                        : quantize_groups(format, prefix, w, rows, cols, pool);
+  QuantizedMatrix q = format == WeightFormat::fp8_block
+                          ? quantize_fp8(prefix, w, rows, cols, pool)
+                          : quantize_groups(format, prefix, bf16_rows(w, cols), rows, cols, pool);
+  q.stats.matrices = 1;
+  q.stats.params = rows * cols;
+  for (const QuantTensor& t : q.tensors) q.stats.bytes += t.data.size();
+  return q;
+}
+
+QuantizedMatrix requantize_fp8_to_int8(const std::string& prefix, const uint8_t* codes, const float* scale_inv,
+                                       int64_t rows, int64_t cols, ThreadPool* pool) {
+  if (rows <= 0 || cols <= 0) throw FormatError("tensor '" + prefix + ".weight': empty matrix, nothing to quantize");
+  const int64_t cb = ceil_div(cols, kBlock);
+  // e4m3 (4 significant bits) times an f32 scale (24) is exact in a double.
+  const RowReader read = [=](int64_t r, double* row) {
+    const float* s = scale_inv + (r / kBlock) * cb;
+    for (int64_t c = 0; c < cols; ++c) row[c] = double(fp8e4m3_to_f32(codes[r * cols + c])) * double(s[c / kBlock]);
+  };
+  QuantizedMatrix q = quantize_groups(WeightFormat::int8_group, prefix, read, rows, cols, pool);
   q.stats.matrices = 1;
   q.stats.params = rows * cols;
   for (const QuantTensor& t : q.tensors) q.stats.bytes += t.data.size();

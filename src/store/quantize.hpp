@@ -65,6 +65,14 @@ uint64_t quantized_bytes(WeightFormat format, int64_t rows, int64_t cols);
 QuantizedMatrix quantize_matrix(WeightFormat format, const std::string& prefix, const uint16_t* w, int64_t rows,
                                 int64_t cols, ThreadPool* pool);
 
+// DeepSeek's FP8 matrix (e4m3 codes [rows, cols], f32 scale_inv per 128x128
+// block [ceil(rows/128), ceil(cols/128)]) as int8 groups: each weight's exact
+// value (code x scale) is quantized by quantize_matrix's int8_group rule. The
+// integer-dot path runs FP8 models on the result (store/int8_source.hpp);
+// stats measure the error against the FP8 values.
+QuantizedMatrix requantize_fp8_to_int8(const std::string& prefix, const uint8_t* codes, const float* scale_inv,
+                                       int64_t rows, int64_t cols, ThreadPool* pool);
+
 // The scalar rules (exposed for tests).
 uint16_t bf16_round_up(double x);   // the smallest bf16 >= x (x >= 0, finite)
 uint8_t f32_to_e4m3(float x);       // round to nearest even, saturating at +-448, NaN -> 0x7f|sign

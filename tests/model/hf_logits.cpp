@@ -18,6 +18,7 @@
 #include "common/npy.hpp"
 #include "format/hf_checkpoint.hpp"
 #include "model/transformer.hpp"
+#include "store/int8_source.hpp"
 
 using namespace trillion;
 
@@ -59,10 +60,14 @@ int main(int argc, char** argv) try {
     const auto j = nlohmann::json::parse(line);
     reqs.push_back({j.at("id").get<std::string>(), j.at("token_ids").get<std::vector<int32_t>>()});
   }
-  HfSource source(dir);
+  HfSource hf(dir);
   ThreadPool pool(argc > 4 ? std::atoi(argv[4]) : 0);
   const LayerRange all{0, cfg.num_hidden_layers, true, true};
   const Activations act = argc > 5 ? parse_activations(argv[5]) : Activations::f32;  // the compute path
+  // As the engine does: on the integer path FP8 linears run as int8 groups
+  // (a checkpoint without FP8 weights passes through unchanged).
+  Int8FromFp8Source int8(hf, &pool);
+  TensorSource& source = act == Activations::int8 ? static_cast<TensorSource&>(int8) : hf;
   Transformer model(cfg, all, source, pool, nullptr, act);
   int32_t max_len = 1;
   for (const auto& r : reqs) max_len = std::max<int32_t>(max_len, int32_t(r.tokens.size()));

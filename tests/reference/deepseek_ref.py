@@ -291,6 +291,24 @@ def dequant_int8_group(q, scale, group=32):
     return q.astype(np.float64) * np.repeat(scale, group, axis=1)[:, :inn]
 
 
+def requantize_int8_groups(w, group=32):
+    """The engine's FP8 weights on the integer-dot path (store/int8_source.hpp):
+    W [out, in] float64 (the exact FP8 values) requantized as `convert
+    --quantize int8` does: per row and group of `group` columns, s = the
+    smallest bf16 >= absmax / 127 (frexp: m 2^e -> ceil(m 2^8) 2^(e-8)),
+    q = round-half-even(W / s) (nothing to clip: s is rounded up); -> q * s."""
+    rows, cols = w.shape
+    g = -(-cols // group)
+    padded = np.zeros((rows, g * group))
+    padded[:, :cols] = w
+    amax = np.abs(padded.reshape(rows, g, group)).max(axis=2)
+    m, e = np.frexp(np.where(amax > 0, amax, 1.0) / 127.0)
+    scale = np.where(amax > 0, np.ldexp(np.ceil(m * 256.0), e - 8), 0.0)
+    full = np.repeat(scale, group, axis=1)[:, :cols]
+    q = np.where(full > 0, np.rint(w / np.where(full > 0, full, 1.0)), 0.0)
+    return q * full
+
+
 class DictWeights:
     """In-memory float64 weights keyed by HF names (`<prefix>.weight` for linears)."""
 
@@ -358,6 +376,10 @@ class CheckpointWeights:
                 raise ConfigError("%s: fp8 weight without weight_scale_inv" % prefix)
             w = dequant_fp8_block(c.raw(prefix + ".weight"), c.float64(prefix + ".weight_scale_inv"),
                                   self.fp8_block)
+            if self.int8_activations and not prefix.endswith("kv_b_proj"):
+                # The engine's integer path runs FP8 linears as int8 groups (kv_b stays exact).
+                w = requantize_int8_groups(w, self.int8_group)
+                self.integer.add(prefix)
         else:
             w = c.float64(prefix + ".weight")
         self.cache[prefix] = w

@@ -1,0 +1,67 @@
+#include "store/int8_source.hpp"
+
+#include "common/error.hpp"
+
+namespace trillion {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// "P.weight" -> "P" (or "" when name does not end with `suffix`).
+std::string prefix_of(const std::string& name, const std::string& suffix) {
+  return ends_with(name, suffix) ? name.substr(0, name.size() - suffix.size()) : std::string();
+}
+
+}  // namespace
+
+Int8FromFp8Source::Int8FromFp8Source(TensorSource& inner, ThreadPool* pool) : inner_(inner), pool_(pool) {}
+
+bool Int8FromFp8Source::converts(const std::string& prefix) const {
+  return !prefix.empty() && !ends_with(prefix, "kv_b_proj") && inner_.has(prefix + ".weight") &&
+         inner_.has(prefix + ".weight_scale_inv");
+}
+
+bool Int8FromFp8Source::has(const std::string& name) const {
+  if (const std::string p = prefix_of(name, ".weight_scale"); converts(p)) return true;
+  if (const std::string p = prefix_of(name, ".weight_scale_inv"); converts(p)) return false;
+  return inner_.has(name);
+}
+
+const QuantizedMatrix& Int8FromFp8Source::requantized(const std::string& prefix) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = done_.find(prefix); it != done_.end()) return it->second;
+  const TensorView w = inner_.tensor(prefix + ".weight");
+  const TensorView s = inner_.tensor(prefix + ".weight_scale_inv");
+  if (w.dtype != DType::F8_E4M3 || w.shape.size() != 2 || s.dtype != DType::F32 || s.shape.size() != 2)
+    throw FormatError("tensor '" + prefix + ".weight': expected F8_E4M3 [rows, cols] with F32 weight_scale_inv");
+  const int64_t rows = w.shape[0], cols = w.shape[1];
+  if (s.shape[0] != (rows + 127) / 128 || s.shape[1] != (cols + 127) / 128)
+    throw FormatError("tensor '" + prefix + ".weight_scale_inv': shape does not cover [" + std::to_string(rows) +
+                      ", " + std::to_string(cols) + "] in 128x128 blocks");
+  QuantizedMatrix q = requantize_fp8_to_int8(prefix, w.as<uint8_t>(), s.as<float>(), rows, cols, pool_);
+  return done_.emplace(prefix, std::move(q)).first->second;
+}
+
+TensorView Int8FromFp8Source::tensor(const std::string& name) {
+  for (const char* suffix : {".weight", ".weight_scale"}) {
+    const std::string p = prefix_of(name, suffix);
+    if (!converts(p)) continue;
+    for (const QuantTensor& t : requantized(p).tensors)
+      if (t.name == name) return TensorView{t.name, t.dtype, t.shape, t.data.data(), t.data.size()};
+  }
+  if (const std::string p = prefix_of(name, ".weight_scale_inv"); converts(p))
+    throw FormatError("tensor '" + name + "': replaced by int8 scales on the integer-dot path");
+  return inner_.tensor(name);
+}
+
+QuantStats Int8FromFp8Source::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  QuantStats s;
+  for (const auto& [prefix, q] : done_) s.add(q.stats);
+  return s;
+}
+
+}  // namespace trillion

@@ -1,0 +1,49 @@
+// The integer-dot path on FP8 models (DeepSeek-V3's native format). The
+// int8 kernels read INT8_G32 weights, so each FP8 linear weight is
+// requantized once, on first use, to int8 groups of 32 (quantize.hpp
+// requantize_fp8_to_int8: the same rule as `convert --quantize int8`,
+// applied to the FP8 value code x block scale), and the model reads those.
+// Why not an FP8 integer kernel: e4m3 values are not integers under one
+// scale per group (each carries its own exponent), so an exact integer dot
+// product needs int16 lanes and a per-element shift, halving the rate of the
+// int8 path; requantizing costs one rounding of the weights (measured by
+// bench/quality.py) and makes FP8 run exactly as fast as INT8.
+//
+// kv_b_proj stays FP8: the absorbed attention uses its W_UK/W_UV blocks on
+// the exact float path (model/linear.hpp), as it does for every format.
+#pragma once
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "common/tensor_view.hpp"
+#include "store/quantize.hpp"
+
+namespace trillion {
+
+class ThreadPool;
+
+class Int8FromFp8Source : public TensorSource {
+ public:
+  // `inner` (and `pool`, which may be null) must outlive this source; the
+  // requantized tensors live as long as it does.
+  Int8FromFp8Source(TensorSource& inner, ThreadPool* pool);
+
+  // P.weight of an FP8 linear layer P is an I8 tensor, P.weight_scale its
+  // BF16 scales and P.weight_scale_inv is gone; everything else is inner's.
+  bool has(const std::string& name) const override;
+  TensorView tensor(const std::string& name) override;
+
+  QuantStats stats() const;  // of every matrix requantized so far, against its FP8 values
+
+ private:
+  bool converts(const std::string& prefix) const;
+  const QuantizedMatrix& requantized(const std::string& prefix);
+
+  TensorSource& inner_;
+  ThreadPool* pool_;
+  mutable std::mutex mu_;
+  std::map<std::string, QuantizedMatrix> done_;  // by prefix; nodes never move
+};
+
+}  // namespace trillion
