@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/error.hpp"
+#include "common/interrupt.hpp"
 #include "requests/request_checks.hpp"
 
 namespace trillion::app {
@@ -19,6 +20,31 @@ FinishedResults prepare_output(const std::string& path, bool restart, const char
 template <class R>
 nlohmann::json BatchFiles<R>::requests_json(int64_t done) const {
   return {{"total", total}, {"errors", errors}, {"failed", failed}, {"skipped", skipped}, {"done", done}, {"to_run", runnable.size()}};
+}
+
+template <class R>
+void BatchFiles<R>::write(const nlohmann::json& record) {
+  if (!write_error.empty()) return;
+  try {
+    out->write(record);
+  } catch (const SystemError& e) {
+    write_error = e.what();
+  }
+}
+
+template <class R>
+int BatchFiles<R>::end_early(const BatchPaths& paths, StopRelay::Stop stop) const {
+  const std::string have = std::to_string(skipped + out->records()) + " of " + std::to_string(total) +
+                           " requests have results in " + paths.output;
+  if (!write_error.empty()) {
+    std::fprintf(stderr, "%s: error: %s; %s; make room and rerun the same command to resume\n", paths.command,
+                 write_error.c_str(), have.c_str());
+    return 1;
+  }
+  const std::string by = stop.rank == 0 ? "" : " (received by rank " + std::to_string(stop.rank) + ")";
+  std::fprintf(stderr, "%s: interrupted by %s%s: %s; rerun the same command to resume\n", paths.command,
+               signal_name(stop.signal).c_str(), by.c_str(), have.c_str());
+  return exit_code_for(stop.signal);
 }
 
 template <class R>

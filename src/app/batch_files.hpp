@@ -13,6 +13,7 @@
 #include "requests/jsonl.hpp"
 #include "requests/request.hpp"
 #include "requests/resume.hpp"
+#include "runtime/stop_relay.hpp"
 
 namespace trillion::app {
 
@@ -31,8 +32,18 @@ struct BatchFiles {
   int64_t skipped = 0;              // answered by an earlier run
   int64_t errors = 0;               // bad lines (their records written)
   int64_t failed = 0;               // requests that failed while running (error records)
+  std::string write_error;          // the first failed write of a result (a full disk)
   // The "requests" object of --metrics, with `done` finished this run.
   nlohmann::json requests_json(int64_t done) const;
+  // Writes a result unless a write has failed. A failure (the file is cut
+  // back to its last complete record) is kept in write_error, not thrown:
+  // the run then stops between steps like on SIGTERM, which ends every rank
+  // cleanly, rather than aborting mid-step.
+  void write(const nlohmann::json& record);
+  // After a run that stopped early (a signal, or write_error): prints what
+  // the output holds and how to resume; returns the exit code (1 after a
+  // failed write, 128 + the signal after a stop).
+  int end_early(const BatchPaths& paths, StopRelay::Stop stop) const;
 };
 
 // Takes the parsed lines of paths.input (checked as far as the command can):

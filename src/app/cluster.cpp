@@ -1,12 +1,15 @@
 #include "app/cluster.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <thread>
 
 #include "common/error.hpp"
+#include "common/fault.hpp"
+#include "common/interrupt.hpp"
 #include "runtime/mpi_env.hpp"
 #include "store/int8_source.hpp"
 #include "store/manifest.hpp"
@@ -23,12 +26,19 @@ Cluster::Cluster(const RunOptions& o) : opts_(o) {
   int argc = 0;
   char** argv = nullptr;
   env_ = std::make_unique<MpiEnv>(argc, argv);
+  // After MPI_Init, so these handlers are the ones in force. Every rank
+  // keeps serving on SIGINT/SIGTERM; rank 0 stops the job between steps.
+  install_stop_handlers();
+  relay_ = std::make_unique<StopRelay>(*env_, stop_signal);
   started_ = now_seconds();
 }
 
 Cluster::~Cluster() {
   role_.reset();  // before MPI is finalized (the role owns the channel's window)
+  relay_.reset();  // likewise its communicator
 }
+
+StopRelay::Stop Cluster::stop_requested() { return relay_->poll(); }
 
 void Cluster::set_up() {
   // Every rank checks the options and opens the model; a failure on any rank
@@ -69,6 +79,7 @@ void Cluster::set_up() {
     error = e.what();
   }
   env_->check_all(error.empty(), error);
+  if (env_->rank() == 0) fault_point("load");
   TensorSource* weights = store_.get();
   if (shape.activations == Activations::int8 && store_->manifest().weight_format == WeightFormat::fp8_block) {
     int8_weights_ = std::make_unique<Int8FromFp8Source>(*store_, pool_.get());
@@ -84,7 +95,7 @@ int Cluster::run(const std::function<nlohmann::json(StepRunner&)>& work) {
     role_->run([&](StepRunner& runner) { figures = work(runner); });
     const std::vector<RankMetrics> ranks = role_->gather_metrics(my_metrics());
     if (env_->rank() == 0 && !opts_.metrics_path.empty()) write_metrics(figures, ranks, /*final=*/true);
-    return 0;
+    return env_->rank() == 0 ? exit_code_ : 0;
   });
 }
 
@@ -124,14 +135,21 @@ void Cluster::write_metrics(nlohmann::json j, const std::vector<RankMetrics>& ra
   // Written beside the target and renamed over it: a reader (or a crash)
   // sees the previous complete file or the new one, never a torn one.
   const std::string tmp = opts_.metrics_path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << "\n";
-    out.flush();
-    if (!out) throw SystemError(tmp + ": cannot write metrics");
+  const std::string text = j.dump(2) + "\n";
+  std::FILE* out = std::fopen(tmp.c_str(), "wb");
+  if (!out) throw SystemError(tmp + ": cannot write metrics: " + std::strerror(errno));
+  bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  int err = ok ? 0 : errno;
+  if (std::fclose(out) != 0 && ok) {  // a full disk may show only when the buffer goes out
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    std::remove(tmp.c_str());  // the previous metrics file stays as it was
+    throw SystemError(tmp + ": cannot write metrics: " + std::strerror(err));
   }
   if (std::rename(tmp.c_str(), opts_.metrics_path.c_str()) != 0)
-    throw SystemError(opts_.metrics_path + ": cannot replace metrics file");
+    throw SystemError(opts_.metrics_path + ": cannot replace metrics file: " + std::strerror(errno));
 }
 
 }  // namespace trillion::app

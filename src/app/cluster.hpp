@@ -12,6 +12,7 @@
 #include "common/thread_pool.hpp"
 #include "parallel/rank_role.hpp"
 #include "plan/layout.hpp"
+#include "runtime/stop_relay.hpp"
 #include "store/int8_source.hpp"
 #include "store/model_store.hpp"
 
@@ -31,7 +32,8 @@ class Cluster {
   // the options, opens the model, makes this rank's role; then rank 0 calls
   // `work` with the whole model's runner, which returns the run's figures for
   // --metrics, while the other ranks serve steps. At the end every rank's
-  // metrics travel to rank 0, which writes --metrics. Returns the exit code.
+  // metrics travel to rank 0, which writes --metrics. Returns the exit code
+  // (rank 0: 0 or what `work` passed to end_early; other ranks: 0).
   int run(const std::function<nlohmann::json(StepRunner&)>& work);
 
   const ModelConfig& config() const { return store_->config(); }
@@ -42,6 +44,13 @@ class Cluster {
   // messages they only send at the end, so a running file lists rank 0 alone.
   void progress_metrics(const std::function<nlohmann::json()>& run);
 
+  // Rank 0, during work: a SIGINT/SIGTERM that this or any other rank
+  // received (signal 0: none). Cheap enough to poll every step.
+  StopRelay::Stop stop_requested();
+  // Rank 0, during work: the run stopped early; run() returns `code` after
+  // the normal end (the other ranks stopped, --metrics written).
+  void end_early(int code) { exit_code_ = code; }
+
  private:
   void set_up();
   RankMetrics my_metrics() const;
@@ -49,6 +58,7 @@ class Cluster {
 
   RunOptions opts_;
   std::unique_ptr<MpiEnv> env_;
+  std::unique_ptr<StopRelay> relay_;
   std::unique_ptr<ModelStore> store_;
   std::unique_ptr<Int8FromFp8Source> int8_weights_;  // FP8 models on the integer-dot path
   std::unique_ptr<ThreadPool> pool_;
@@ -56,6 +66,7 @@ class Cluster {
   std::unique_ptr<RankRole> role_;
   double started_ = 0;
   double last_metrics_ = 0;  // when progress_metrics last wrote
+  int exit_code_ = 0;
 };
 
 }  // namespace trillion::app

@@ -8,6 +8,7 @@
 #include "app/cluster.hpp"
 #include "app/commands.hpp"
 #include "app/prompt_codec.hpp"
+#include "common/fault.hpp"
 #include "requests/request_checks.hpp"
 #include "requests/result_format.hpp"
 #include "scheduler/run_progress.hpp"
@@ -65,10 +66,18 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
           {"decode", st.decode_seconds > 0 ? double(st.decode_tokens) / st.decode_seconds : 0.0},
           {"generated", wall > 0 ? double(generated) / wall : 0.0}}}};
   };
-  sopts.after_step = [&] { cluster.progress_metrics(figures); };
+  int64_t prefill_seen = 0;  // prompt tokens submitted as of the last step's return
+  sopts.after_step = [&] {
+    const int64_t prefill = sched->stats().prefill_tokens;
+    fault_point(prefill > prefill_seen ? "prefill" : "decode");  // test hook (common/fault.hpp)
+    prefill_seen = prefill;
+    cluster.progress_metrics(figures);
+  };
+  // A signal (on any rank) or a failed write stops the run within one step.
+  sopts.should_stop = [&] { return !files.write_error.empty() || cluster.stop_requested().signal != 0; };
   Scheduler scheduler(runner, cluster.config(), sopts);
   sched = &scheduler;
-  scheduler.run(files.runnable, [&](const GenerationResult& r) {
+  const bool finished = scheduler.run(files.runnable, [&](const GenerationResult& r) {
     const int64_t completion = int64_t(r.token_ids.size());
     // A request that cannot be turned into its record (its text, its
     // logprobs) fails alone; a write that fails (a full disk) ends the job.
@@ -85,13 +94,17 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
       std::fprintf(stderr, "%s: request \"%s\" (line %lld) failed: %s\n", paths.command, r.request->id.c_str(),
                    (long long)r.request->line, record["error"]["message"].get<std::string>().c_str());
     }
-    files.out->write(record);
+    files.write(record);
     generated += completion;
     ++done;
     progress.request_done(completion);
   });
   progress.finish();
   const nlohmann::json fig = figures();
+  if (!finished || !files.write_error.empty()) {  // the last write too may fail
+    cluster.end_early(files.end_early(paths, cluster.stop_requested()));
+    return fig;
+  }
   std::fprintf(stderr,
                "%s: %zu requests (%lld bad lines, %lld failed); %lld prompt tokens, %lld generated in %.2f s "
                "(%.1f generated tokens/s)\n",

@@ -36,7 +36,9 @@ nlohmann::json score_on_rank0(Cluster& cluster, StepRunner& runner, const RunOpt
                  paths.command, token_limit, (long long)runner.vocab_size() - 1);
   BatchFiles<ScoreRequest> files = open_batch(parsed, paths);
   RunProgress progress(paths.command, int64_t(files.runnable.size()));
-  Scorer scorer(runner, ScorerOptions{ro.step_tokens, logits_dir, token_limit});
+  // A signal (on any rank) or a failed write stops the run within one step.
+  auto should_stop = [&] { return !files.write_error.empty() || cluster.stop_requested().signal != 0; };
+  Scorer scorer(runner, ScorerOptions{ro.step_tokens, logits_dir, token_limit, should_stop});
   const auto t0 = std::chrono::steady_clock::now();
   int64_t done = 0;
   // The run's figures so far (running --metrics updates, after each request) or at the end.
@@ -49,7 +51,7 @@ nlohmann::json score_on_rank0(Cluster& cluster, StepRunner& runner, const RunOpt
                           {"seconds", {{"prefill", secs}, {"decode", 0.0}}},
                           {"tokens_per_second", {{"prefill", tps}, {"decode", 0.0}}}};
   };
-  scorer.run(files.runnable, [&](const ScoreResult& res) {
+  const bool finished = scorer.run(files.runnable, [&](const ScoreResult& res) {
     progress.request_done(int64_t(res.request->token_ids.size()));
     ++done;
     cluster.progress_metrics(figures);
@@ -58,10 +60,14 @@ nlohmann::json score_on_rank0(Cluster& cluster, StepRunner& runner, const RunOpt
       std::fprintf(stderr, "%s: request \"%s\" (line %lld) failed: %s\n", paths.command, res.request->id.c_str(),
                    (long long)res.request->line, res.error.c_str());
     }
-    files.out->write(score_record(res));
+    files.write(score_record(res));
   });
   progress.finish();
   const nlohmann::json fig = figures();
+  if (!finished || !files.write_error.empty()) {  // the last write too may fail
+    cluster.end_early(files.end_early(paths, cluster.stop_requested()));
+    return fig;
+  }
   std::fprintf(stderr, "%s: %lld requests (%lld bad lines, %lld failed), %lld tokens in %.2f s (%.1f tokens/s)\n",
                paths.command, (long long)files.total, (long long)files.errors, (long long)files.failed,
                (long long)scorer.tokens_scored(),

@@ -39,7 +39,7 @@ struct Group {
 Scheduler::Scheduler(StepRunner& runner, const ModelConfig& cfg, SchedulerOptions opts)
     : runner_(runner), cfg_(cfg), opts_(opts) {}
 
-void Scheduler::run(const std::vector<const GenerateRequest*>& requests,
+bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
                     const std::function<void(const GenerationResult&)>& done) {
   std::deque<const GenerateRequest*> pending(requests.begin(), requests.end());
   const int M = std::max(1, std::min<int>(runner_.max_in_flight(), runner_.slots()));
@@ -203,9 +203,11 @@ void Scheduler::run(const std::vector<const GenerateRequest*>& requests,
                    g.active.end());
   };
 
+  bool stopping = false;
   for (;;) {
+    stopping = stopping || (opts_.should_stop && opts_.should_stop());
     // Fill the pipeline: every idle group with work submits a step.
-    for (int tried = 0; tried < M && in_flight < M; ++tried) {
+    for (int tried = 0; !stopping && tried < M && in_flight < M; ++tried) {
       Group& g = groups[next_group];
       const uint64_t ticket = next_group;
       next_group = (next_group + 1) % size_t(M);
@@ -213,6 +215,7 @@ void Scheduler::run(const std::vector<const GenerateRequest*>& requests,
       admit(g);
       if (!g.active.empty()) submit(g, ticket);
     }
+    if (in_flight == 0 && stopping) return false;  // the steps in flight have finished
     if (in_flight == 0) {  // nothing running and nothing could start: all done
       if (!pending.empty()) throw Error("scheduler: a request could not be admitted into an empty cache");
       break;
@@ -221,6 +224,7 @@ void Scheduler::run(const std::vector<const GenerateRequest*>& requests,
     complete(groups[size_t(out.ticket)], out);
     if (opts_.after_step) opts_.after_step();
   }
+  return true;
 }
 
 }  // namespace trillion

@@ -33,6 +33,11 @@ struct SchedulerOptions {
   TextStreamFactory text_stream;  // detokenizer for stop strings; requests with `stop` need it
   int32_t token_limit = 0;  // the tokenizer's size: larger ids are never chosen (0: no tokenizer, no limit)
   std::function<void()> after_step;  // called as each step's results are taken (progress, metrics)
+  // Polled before each round of submissions: once true, nothing new is
+  // submitted, the steps in flight finish (their finished requests are
+  // reported) and run() returns false. A graceful stop (SIGTERM) or a failed
+  // output ends a run within one step this way.
+  std::function<bool()> should_stop;
 };
 
 struct SchedulerStats {
@@ -46,8 +51,9 @@ struct SchedulerStats {
 class Scheduler {
  public:
   Scheduler(StepRunner& runner, const ModelConfig& cfg, SchedulerOptions opts = {});
-  // Runs every request; `done` is called as each finishes, in completion order.
-  void run(const std::vector<const GenerateRequest*>& requests,
+  // Runs every request; `done` is called as each finishes, in completion
+  // order. Returns false if should_stop ended the run early.
+  bool run(const std::vector<const GenerateRequest*>& requests,
            const std::function<void(const GenerationResult&)>& done);
   const SchedulerStats& stats() const { return stats_; }
 

@@ -42,7 +42,7 @@ struct Chunk {  // one submitted step: rows [begin, begin + n) of a job
 
 }  // namespace
 
-void Scorer::run(const std::vector<const ScoreRequest*>& requests,
+bool Scorer::run(const std::vector<const ScoreRequest*>& requests,
                  const std::function<void(const ScoreResult&)>& done) {
   const int64_t vocab = runner_.vocab_size();
   const int64_t chunk = std::max<int64_t>(1, opts_.step_tokens);
@@ -97,7 +97,8 @@ void Scorer::run(const std::vector<const ScoreRequest*>& requests,
     report_ready();
   };
 
-  for (size_t k = 0; k < requests.size(); ++k) {
+  bool stopped = false;
+  for (size_t k = 0; k < requests.size() && !stopped; ++k) {
     const ScoreRequest& req = *requests[k];
     Job& j = jobs[k];
     j.result.request = &req;
@@ -129,6 +130,11 @@ void Scorer::run(const std::vector<const ScoreRequest*>& requests,
       continue;
     }
     for (int64_t begin = 0; begin < T; begin += chunk) {
+      // A stop mid-sequence leaves it unreported (a rerun scores it again).
+      if (opts_.should_stop && opts_.should_stop()) {
+        stopped = true;
+        break;
+      }
       const int64_t n = std::min(chunk, T - begin);
       StepInput in;
       in.return_logits = true;
@@ -149,6 +155,7 @@ void Scorer::run(const std::vector<const ScoreRequest*>& requests,
   }
   while (!in_flight.empty()) collect();
   report_ready();
+  return !stopped;
 }
 
 }  // namespace trillion

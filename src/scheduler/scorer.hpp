@@ -19,13 +19,18 @@ struct ScorerOptions {
   // The tokenizer's size (0: none): greedy ids stay below it, as generate's
   // choices do, and request ids at or past it are reported (unknown_positions).
   int32_t token_limit = 0;
+  // Polled before each step: once true, nothing new is submitted, the steps
+  // in flight finish, the requests they complete are reported (a request
+  // cut short is not) and run() returns false.
+  std::function<bool()> should_stop;
 };
 
 class Scorer {
  public:
   Scorer(StepRunner& runner, ScorerOptions opts);
   // Scores every request; `done` is called for each, in request order.
-  void run(const std::vector<const ScoreRequest*>& requests,
+  // Returns false if should_stop ended the run early.
+  bool run(const std::vector<const ScoreRequest*>& requests,
            const std::function<void(const ScoreResult&)>& done);
   int64_t tokens_scored() const { return tokens_; }
 

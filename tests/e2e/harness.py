@@ -156,6 +156,20 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def parse_lines(path):
+    """Every line of a result file; None where a line does not parse."""
+    if not os.path.exists(path):
+        return []
+    out = []
+    with open(path) as fp:
+        for line in fp:
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                out.append(None)
+    return out
+
+
 def arg_parser(mpiexec=False, mpiexec_help=None):
     """The common command line of an e2e test: --trillion, --work and, when
     asked, --mpiexec (optional when it has a help text); add a test's own."""
@@ -180,6 +194,23 @@ def fresh_case(work, name):
     shutil.rmtree(case, ignore_errors=True)
     os.makedirs(case)
     return case
+
+
+def rank_processes(session, binary):
+    """{rank: pid} of the processes of `session` running `binary` (by their
+    executable, so never mpiexec or its daemons, whose command lines name it too)."""
+    ranks = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.getsid(int(pid)) != session or os.path.realpath(f"/proc/{pid}/exe") != binary:
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as fp:
+                env = dict(v.split(b"=", 1) for v in fp.read().split(b"\0") if b"=" in v)
+        except OSError:  # gone meanwhile
+            continue
+        if b"OMPI_COMM_WORLD_RANK" in env:
+            ranks[int(env[b"OMPI_COMM_WORLD_RANK"])] = int(pid)
+    return ranks
 
 
 def vocab_size(model):

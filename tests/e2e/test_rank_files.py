@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 
-from harness import converted, read_jsonl, run, start, write_jsonl
+from harness import converted, rank_processes, read_jsonl, run, start, write_jsonl
 
 args, f, hf, model, case = start("rank-files", mpiexec=True)
 T, work = args.trillion, args.work
@@ -80,23 +80,6 @@ f.expect_error(mpmd(dirs, "pipeline", os.path.join(case, "bad.jsonl")), ["rank 1
                "corrupted shard on rank 1: the job fails cleanly with rank 1's message naming file and tensor",
                timeout=300)
 print(f"failing job ended in {time.time() - t0:.1f} s")
-
-
-def rank_processes(session, binary):
-    """{rank: pid} of the processes of `session` running `binary` (by their
-    executable, so never mpiexec or its daemons, whose command lines name it too)."""
-    ranks = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.getsid(int(pid)) != session or os.path.realpath(f"/proc/{pid}/exe") != binary:
-                continue
-            with open(f"/proc/{pid}/environ", "rb") as fp:
-                env = dict(v.split(b"=", 1) for v in fp.read().split(b"\0") if b"=" in v)
-        except OSError:  # gone meanwhile
-            continue
-        if b"OMPI_COMM_WORLD_RANK" in env:
-            ranks[int(env[b"OMPI_COMM_WORLD_RANK"])] = int(pid)
-    return ranks
 
 
 # A rank killed mid-run: mpirun ends the job instead of hanging.

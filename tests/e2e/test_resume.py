@@ -9,7 +9,7 @@ import signal
 import subprocess
 import time
 
-from harness import run, start, vocab_size, write_jsonl
+from harness import parse_lines, run, start, vocab_size, write_jsonl
 
 args, f, hf, model, case = start("resume")
 T = args.trillion
@@ -26,20 +26,8 @@ with open(prompts, "a") as fp:  # two bad lines: N + 1 and N + 2
 bad_lines = {N + 1, N + 2}
 
 
-def parse_all(path):
-    """Every line of a result file; None where a line does not parse."""
-    out = []
-    with open(path) as fp:
-        for line in fp:
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                out.append(None)
-    return out
-
-
 def check_complete(path, what):
-    recs = parse_all(path)
+    recs = parse_lines(path)
     f.check(all(r is not None for r in recs), f"{what}: every line parses")
     recs = [r for r in recs if r is not None]
     ids = [r["id"] for r in recs if "error" not in r]
@@ -71,7 +59,7 @@ killed = proc.poll() is None
 if killed:
     os.kill(proc.pid, signal.SIGKILL)
 proc.wait()
-lines_at_kill = len(parse_all(out))
+lines_at_kill = len(parse_lines(out))
 f.check(killed and lines_at_kill < N, f"the run was killed mid-way ({lines_at_kill} lines written)")
 # A kill during a write leaves a torn line: make one for certain.
 with open(out, "a") as fp:

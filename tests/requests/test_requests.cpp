@@ -1,11 +1,16 @@
 #define BOOST_TEST_MODULE requests
 #include <boost/test/unit_test.hpp>
 
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include <sys/resource.h>
+
 #include "common/error.hpp"
+#include "requests/jsonl.hpp"
 #include "requests/request.hpp"
 #include "requests/request_checks.hpp"
 #include "requests/result_format.hpp"
@@ -187,4 +192,53 @@ BOOST_AUTO_TEST_CASE(recover_cuts_a_torn_line_and_lists_finished) {
   }
   BOOST_CHECK_THROW(recover_results(path), Error);
   std::filesystem::remove(path);
+}
+
+// A result file never ends in a torn record: a write that fails part-way (here
+// at a file size limit, as on a full disk) is cut back and reported.
+BOOST_AUTO_TEST_CASE(jsonl_writer_cuts_a_failed_write_back) {
+  const std::string path = (std::filesystem::temp_directory_path() / "trillion_jsonl_limit.jsonl").string();
+  std::filesystem::remove(path);
+  std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the default kill
+  rlimit old{};
+  getrlimit(RLIMIT_FSIZE, &old);
+  {
+    JsonlWriter w(path, /*append=*/false);
+    w.write(json{{"id", "a"}});
+    const auto first = std::filesystem::file_size(path);
+    rlimit lim = old;
+    lim.rlim_cur = first + 10;  // the next record gets 10 of its bytes in
+    BOOST_REQUIRE(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    std::string what;
+    try {
+      w.write(json{{"id", "b"}, {"text", std::string(100, 'x')}});
+    } catch (const SystemError& e) {
+      what = e.what();
+    }
+    setrlimit(RLIMIT_FSIZE, &old);
+    BOOST_TEST(what.find(path) != std::string::npos, what);
+    BOOST_TEST(what.find(std::strerror(EFBIG)) != std::string::npos, what);
+    BOOST_TEST(std::filesystem::file_size(path) == first);  // cut back to the complete record
+    BOOST_TEST(w.records() == 1);
+    w.write(json{{"id", "c"}});  // the writer goes on after the cut
+  }
+  std::ifstream in(path);
+  std::string a, c, rest;
+  std::getline(in, a);
+  std::getline(in, c);
+  BOOST_TEST(a == R"({"id":"a"})");
+  BOOST_TEST(c == R"({"id":"c"})");
+  BOOST_TEST(!std::getline(in, rest));
+  std::filesystem::remove(path);
+}
+
+BOOST_AUTO_TEST_CASE(jsonl_writer_names_a_full_disk) {
+  JsonlWriter w("/dev/full", /*append=*/true);
+  std::string what;
+  try {
+    w.write(json{{"id", "a"}});
+  } catch (const SystemError& e) {
+    what = e.what();
+  }
+  BOOST_TEST(what.find("/dev/full: write failed: No space left on device") == 0u, what);
 }

@@ -252,3 +252,44 @@ BOOST_AUTO_TEST_CASE(a_request_the_pool_cannot_hold_fails_alone) {
   }
   BOOST_TEST(runner.consistent);
 }
+
+// A graceful stop (SIGTERM): once should_stop is true nothing more is
+// submitted, the steps in flight finish, every request reported is complete
+// and correct, and run() says it stopped early.
+BOOST_AUTO_TEST_CASE(should_stop_ends_the_run_within_one_step) {
+  ModelConfig cfg;
+  cfg.eos_token_ids = {10};
+  const auto reqs = numbered_requests(10, [](int i) { return i % 4 + 1; }, [](int i) { return 2 + i % 5; });
+  std::vector<const GenerateRequest*> ptrs;
+  for (const auto& r : reqs) ptrs.push_back(&r);
+  for (int in_flight : {1, 3}) {
+    for (int64_t stop_after : {0, 1, 4}) {
+      FakeRunner runner(4, 40, in_flight);
+      SchedulerOptions opts;
+      opts.step_tokens = 2;
+      int64_t steps_at_stop = -1;
+      opts.should_stop = [&] {
+        if (runner.steps >= stop_after && steps_at_stop < 0) steps_at_stop = runner.steps;
+        return steps_at_stop >= 0;
+      };
+      std::map<std::string, GenerationResult> got;
+      const bool finished = Scheduler(runner, cfg, opts).run(ptrs, [&](const GenerationResult& r) { got[r.request->id] = r; });
+      BOOST_TEST(!finished);
+      BOOST_TEST(runner.steps == steps_at_stop, "nothing submitted after the stop, in_flight " << in_flight);
+      BOOST_TEST(got.size() < reqs.size());
+      BOOST_TEST(runner.consistent);
+      for (const auto& [id, res] : got) {
+        std::string reason;
+        const GenerateRequest& r = *res.request;
+        BOOST_TEST(res.token_ids == expected(r, cfg.eos_token_ids, 40, &reason), id);
+      }
+    }
+  }
+  // Never asked to stop: run() reports a finished run.
+  FakeRunner runner(4, 40);
+  SchedulerOptions opts;
+  opts.should_stop = [] { return false; };
+  int done = 0;
+  BOOST_TEST(Scheduler(runner, cfg, opts).run(ptrs, [&](const GenerationResult&) { ++done; }));
+  BOOST_TEST(done == int(reqs.size()));
+}
