@@ -2,7 +2,8 @@
 # Installs trillion's build and test dependencies on Debian/Ubuntu (as root or via sudo).
 # macOS (Homebrew): brew install cmake open-mpi hdf5-mpi boost nlohmann-json pcre2 xxhash numpy
 # For the tests: python3-h5py and libxxhash (the h5py/XXH64 cross-check of the format),
-# g++-aarch64-linux-gnu and qemu-user (the arm64 kernels). Without h5py those tests
+# g++-aarch64-linux-gnu and qemu-user (the arm64 kernels); clang and libclang-rt-dev
+# (libFuzzer, for the fuzz targets of tests/fuzz). Without h5py those tests
 # fail; without the others the check says SKIPPED (kernels_arm64: CTest's "Skipped").
 set -euo pipefail
 SUDO=""
@@ -15,5 +16,5 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libboost-program-options-dev libboost-test-dev \
   nlohmann-json3-dev libpcre2-dev libxxhash-dev \
   python3 python3-numpy python3-h5py python3-jinja2 \
-  g++-aarch64-linux-gnu qemu-user >/dev/null
+  g++-aarch64-linux-gnu qemu-user clang libclang-rt-dev >/dev/null
 echo "trillion: dependencies installed"

@@ -35,7 +35,16 @@ void check_body(const Body& body) {
   }
 }
 
-constexpr size_t kMaxRange = 10'000'000;
+// A template comes from the model directory and runs on every request, so
+// its cost is bounded whatever it says (fuzzing found a recursive macro
+// overflowing the stack, nested loops running for hours and a string doubled
+// in a loop exhausting memory): a render that passes these is an InputError.
+constexpr int kMaxEvalDepth = 400;            // nested evaluations (expressions, macro calls)
+constexpr int64_t kMaxSteps = 200'000;        // statements, loop iterations, 4 KB of strings built
+constexpr size_t kMaxText = 16u << 20;        // bytes of the output or of any string built
+// Longer than the steps that could iterate it (was 10M: two nested ranges
+// took over 2 GB before the first step).
+constexpr size_t kMaxRange = size_t(kMaxSteps);
 
 class Renderer {
  public:
@@ -68,7 +77,20 @@ class Renderer {
     return {};
   }
 
+  // Counts one statement or loop iteration against kMaxSteps.
+  void step(Pos pos) {
+    if (++steps_ > kMaxSteps) fail_input(pos, "the template ran more than " + std::to_string(kMaxSteps) + " steps");
+  }
+  void check_text(const std::string& s, Pos pos) const {
+    if (s.size() > kMaxText) fail_input(pos, "the template built more than " + std::to_string(kMaxText) + " bytes");
+  }
+
   void exec(const Node& n) {
+    step(n.pos);
+    exec_node(n);
+    check_text(out_, n.pos);
+  }
+  void exec_node(const Node& n) {
     switch (n.kind) {
       case Node::Kind::Text: out_ += n.text; return;
       case Node::Kind::Output: {
@@ -145,6 +167,7 @@ class Renderer {
       o["length"] = Value(Json(length));
       if (i > 0) o["previtem"] = items[static_cast<size_t>(i - 1)];
       if (i + 1 < length) o["nextitem"] = items[static_cast<size_t>(i + 1)];
+      step(n.pos);  // an empty body costs nothing else
       scopes_.emplace_back();
       scopes_.back()[n.target] = items[static_cast<size_t>(i)];
       scopes_.back()["loop"] = loop;
@@ -228,7 +251,24 @@ class Renderer {
     return is_str ? Value(Json(text)) : Value(std::move(arr));
   }
 
+  // Every evaluation is bounded in depth (kMaxEvalDepth): the recursion of a
+  // macro calling itself, and of expressions nested in macro bodies.
   Value eval(const Expr& e) {
+    struct Depth {
+      int& d;
+      ~Depth() { --d; }
+    } depth{++eval_depth_};
+    if (eval_depth_ > kMaxEvalDepth)
+      fail_input(e.pos, "the template nests deeper than " + std::to_string(kMaxEvalDepth) + " (a recursive macro?)");
+    Value v = eval_expr(e);
+    if (v.kind == Value::Kind::Data && v.data.is_string()) {  // a string value is a copy: its bytes cost steps
+      const std::string& text = v.data.get_ref<const std::string&>();
+      steps_ += int64_t(text.size() >> 12);
+      check_text(text, e.pos);
+    }
+    return v;
+  }
+  Value eval_expr(const Expr& e) {
     switch (e.kind) {
       case Expr::Kind::Literal: return Value(e.literal);
       case Expr::Kind::List: {
@@ -255,7 +295,11 @@ class Renderer {
       case Expr::Kind::Not: return Value(Json(!truthy(eval(*e.children[0]))));
       case Expr::Kind::Neg: {
         Value v = eval(*e.children[0]);
-        if (is_int(v)) return Value(Json(-v.data.get<int64_t>()));
+        if (is_int(v)) {
+          // -INT64_MIN does not exist (found by fuzzing: UBSan's signed overflow).
+          if (v.data.get<int64_t>() == INT64_MIN) fail_input(e.pos, "integer overflow in '-'");
+          return Value(Json(-v.data.get<int64_t>()));
+        }
         if (is_number(v)) return Value(Json(-v.data.get<double>()));
         fail_input(e.pos, "cannot negate a " + type_name(v));
       }
@@ -369,9 +413,11 @@ class Renderer {
       }
       if (r[2] == 0) fail_input(e.pos, "range() step cannot be zero");
       Json arr = Json::array();
-      for (int64_t i = r[0]; r[2] > 0 ? i < r[1] : i > r[1]; i += r[2]) {
+      for (int64_t i = r[0]; r[2] > 0 ? i < r[1] : i > r[1];) {
         if (arr.size() >= kMaxRange) fail_input(e.pos, "range() longer than " + std::to_string(kMaxRange));
         arr.push_back(i);
+        // Stop before i + step leaves int64 (found by fuzzing: range near INT64_MAX overflowed).
+        if (__builtin_add_overflow(i, r[2], &i)) break;
       }
       return Value(std::move(arr));
     }
@@ -385,6 +431,8 @@ class Renderer {
   size_t frame_base_ = 0;  // first scope of the running macro's frame (0: none)
   Flow flow_ = Flow::Normal;
   std::string out_;
+  int eval_depth_ = 0;
+  int64_t steps_ = 0;
 };
 
 }  // namespace

@@ -21,6 +21,7 @@ class Parser {
   explicit Parser(std::vector<Token> tokens) : toks_(std::move(tokens)) {}
 
   Body parse_all() {
+    check_tag_lengths();
     std::string ended_by;
     Body body = parse_body({}, ended_by);
     return body;
@@ -67,6 +68,22 @@ class Parser {
     next();
   }
 
+  // The parser and the evaluator recurse over the tree, so its depth is
+  // bounded before parsing (fuzzing found 2,000 '+' or '(' overflowing the
+  // stack): every expression node takes at least one token, so a tag of at
+  // most kMaxTagTokens tokens is at most that deep (real templates: < 40),
+  // and blocks nest at most kMaxNesting deep (parse_body).
+  static constexpr size_t kMaxTagTokens = 256;
+  static constexpr int kMaxNesting = 64;
+  void check_tag_lengths() const {
+    size_t in_tag = 0;
+    for (const Token& t : toks_) {
+      const bool opens = t.kind == TokenKind::VarBegin || t.kind == TokenKind::BlockBegin;
+      in_tag = opens || t.kind == TokenKind::Text ? 0 : in_tag + 1;
+      if (in_tag > kMaxTagTokens) fail(t, "tag longer than " + std::to_string(kMaxTagTokens) + " tokens");
+    }
+  }
+
   // Statements (parser_statements.cpp).
   // Statements until one of `ends` (an endfor, else, ...) or the end of input.
   Body parse_body(std::initializer_list<const char*> ends, std::string& ended_by);
@@ -99,6 +116,7 @@ class Parser {
   std::vector<Token> toks_;
   size_t i_ = 0;
   int loop_depth_ = 0;
+  int nesting_ = 0;  // blocks open in parse_body
 };
 
 }  // namespace trillion::chat

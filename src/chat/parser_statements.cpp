@@ -19,6 +19,11 @@ Node make_node(Node::Kind kind, Pos pos) {
 }  // namespace
 
 Body Parser::parse_body(std::initializer_list<const char*> ends, std::string& ended_by) {
+  struct Nesting {  // kMaxNesting (parser.hpp)
+    int& n;
+    ~Nesting() { --n; }
+  } nesting{++nesting_};
+  if (nesting_ > kMaxNesting) fail(peek(), "blocks nested deeper than " + std::to_string(kMaxNesting));
   Body body;
   while (true) {
     const Token& t = peek();

@@ -176,7 +176,12 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
   c.bos_token_id = r.integer_or("bos_token_id", -1, -1);
   if (auto it = j.find("eos_token_id"); it != j.end() && !it->is_null()) {
     if (it->is_array()) {
-      for (const auto& e : *it) c.eos_token_ids.push_back(e.get<int64_t>());
+      // Checked like every integer field (found by fuzzing: ["x"] escaped as a
+      // json type_error, 1e300 was undefined behaviour in get<int64_t>).
+      for (const auto& e : *it) {
+        if (!e.is_number_integer()) r.fail("eos_token_id", "must hold integers, got " + it->dump());
+        c.eos_token_ids.push_back(e.get<int64_t>());
+      }
     } else {
       c.eos_token_ids.push_back(r.integer("eos_token_id"));
     }

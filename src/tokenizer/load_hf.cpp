@@ -113,7 +113,8 @@ Tokenizer load_hf_tokenizer(const std::string& file) {
     auto to_bytes = [](const std::string& s) { return unicode_to_bytes(s).value_or(s); };
     std::vector<std::string> tokens;
     for (const auto& [text, id_json] : model.at("vocab").items()) {
-      const int64_t id = id_json.get<int64_t>();
+      // An integer first: get<int64_t> of 1e300 is undefined behaviour (found by fuzzing, UBSan).
+      const int64_t id = id_json.is_number_integer() ? id_json.get<int64_t>() : -1;
       if (id < 0 || id > (1 << 24)) throw FormatError(file + ": token id out of range for '" + text + "'");
       if (size_t(id) >= tokens.size()) tokens.resize(size_t(id) + 1);
       tokens[size_t(id)] = to_bytes(text);
@@ -133,9 +134,16 @@ Tokenizer load_hf_tokenizer(const std::string& file) {
     BpeModel bpe = BpeModel::from_merges(std::move(tokens), merges, model.value("ignore_merges", false), file);
 
     AddedTokens added;
-    for (const auto& a : j.value("added_tokens", json::array()))
-      added.add({a.at("content").get<std::string>(), a.at("id").get<int32_t>(), a.value("special", false),
+    for (const auto& a : j.value("added_tokens", json::array())) {
+      // Bounded like the vocabulary's ids: the tokenizer allocates a slot per
+      // id up to the largest (found by fuzzing: id 2e9 asked for 64 GB, 1e30
+      // was undefined behaviour in get<int32_t>).
+      const json& id = a.at("id");
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > (1 << 24))
+        throw FormatError(file + ": added token id " + id.dump() + " out of range");
+      added.add({a.at("content").get<std::string>(), int32_t(id.get<int64_t>()), a.value("special", false),
                  a.value("lstrip", false), a.value("rstrip", false), a.value("single_word", false)});
+    }
 
     Tokenizer tok(file, std::move(pre), std::move(bpe), std::move(added));
     apply_tokenizer_config(tok, (std::filesystem::path(file).parent_path() / "tokenizer_config.json").string());
