@@ -28,6 +28,11 @@ void install_stop_handlers() {
   sa.sa_flags = SA_RESTART;  // blocking calls (file reads, MPI's sockets) resume rather than fail with EINTR
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // SIGUSR1: the same stop, asked for ahead of time. mpirun forwards it to
+  // every rank without the SIGTERM-then-SIGKILL deadline it imposes on its
+  // own termination, and Slurm sends it before a time limit with
+  // `--signal=B:USR1@SECONDS`, so a long step still finishes and is written.
+  sigaction(SIGUSR1, &sa, nullptr);
   // A file size limit (ulimit -f) then fails a write with EFBIG, which the
   // writers report and recover from, instead of killing the rank.
   std::signal(SIGXFSZ, SIG_IGN);
@@ -43,6 +48,7 @@ void request_stop(int sig) {
 std::string signal_name(int sig) {
   if (sig == SIGINT) return "SIGINT";
   if (sig == SIGTERM) return "SIGTERM";
+  if (sig == SIGUSR1) return "SIGUSR1";
   return "signal " + std::to_string(sig);
 }
 

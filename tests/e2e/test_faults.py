@@ -9,8 +9,9 @@ request exactly once and the results of an uninterrupted run.
   (`write`); the test then kills the victim rank (0 or another) and lets rank
   0 go on. Every process must be gone within 10 s, mpirun naming the rank.
 - SIGTERM/SIGINT to mpirun, to mpirun's process group (Ctrl-C in a terminal),
-  or to one rank: the job stops within one step, says how to resume and
-  exits non-zero.
+  or to one rank; SIGUSR1 to mpirun (forwarded to every rank, no kill
+  deadline): the job stops within one step, says how to resume and exits
+  non-zero.
 - A full disk (a small tmpfs in a private mount namespace) under --output, or
   under score's --logits-out.
 - A shard with a flipped byte, a truncated shard, a shard replaced by another.
@@ -235,7 +236,8 @@ def signal_case(ranks, mode, sig, target, command="generate"):
             os.kill(procs[int(target.split()[1])], sig)
         # Signalled directly, rank 0 goes on once the stop has reached it (a
         # worker relays its signal within ~20 ms); mpirun continues it itself.
-        if target.startswith("rank "):
+        # SIGUSR1 through mpirun is forwarded as is (no SIGCONT, no deadline).
+        if target.startswith("rank ") or sig == signal.SIGUSR1:
             time.sleep(0.3 if target != "rank 0" else 0)
             continue_rank(procs[0])
         secs, err = job.wait_gone(t0)
@@ -248,7 +250,7 @@ def signal_case(ranks, mode, sig, target, command="generate"):
     f.check(None not in recs, f"{what}: every line parses")
     # Within one step: at most every running sequence finishes after the
     # signal (through mpirun the signal reaches the ranks 1 s later).
-    if not via_mpirun:
+    if not via_mpirun or sig == signal.SIGUSR1:
         f.check(after - before <= MAX_BATCH, f"{what}: stopped within one step ({before} -> {after} results)")
     b = base if command == "generate" else score_base
     if requests:
@@ -366,6 +368,7 @@ if FULL:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 for target in ("mpirun", "group", "rank 0", f"rank {ranks - 1}"):
                     signal_case(ranks, mode, sig, target)
+            signal_case(ranks, mode, signal.SIGUSR1, "mpirun")
             signal_case(ranks, mode, signal.SIGTERM, f"rank {ranks - 1}", command="score")
             disk_full_case(ranks, mode)
             disk_full_case(ranks, mode, command="score")
@@ -382,6 +385,7 @@ else:
     signal_case(3, "expert", signal.SIGINT, "group")
     signal_case(4, "pipeline", signal.SIGTERM, "rank 3")
     signal_case(2, "expert", signal.SIGTERM, "rank 1", command="score")
+    signal_case(3, "pipeline", signal.SIGUSR1, "mpirun")
     disk_full_case(2, "expert")
     disk_full_case(3, "pipeline", command="score")
 for change in ("byte flipped", "truncated", "replaced"):
