@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "model/kv_pools.hpp"
+#include "parallel/run_footprint.hpp"
 #include "runtime/mpi_env.hpp"
 #include "store/manifest.hpp"
 
@@ -39,6 +41,10 @@ void Cluster::set_up() {
     if (opts_.max_batch < 1) throw InputError("--max-batch must be at least 1");
     if (opts_.step_tokens < 1) throw InputError("--step-tokens must be at least 1");
     if (opts_.threads < 0) throw InputError("--threads must be >= 0");
+    if (opts_.threads > thread_limit())  // before any thread starts (pid_max is finite)
+      throw InputError("--threads " + std::to_string(opts_.threads) + " exceeds the limit of " +
+                       std::to_string(thread_limit()) + " threads per rank (8 per hardware thread, at most " +
+                       std::to_string(kMaxThreads) + ")");
     if (opts_.micro_batches < 0) throw InputError("--micro-batches must be >= 0");
     if (opts_.kv_cache_tokens < 0) throw InputError("--kv-cache-tokens must be >= 0");
     if (opts_.metrics_interval < 0) throw InputError("--metrics-interval must be >= 0");
@@ -56,13 +62,24 @@ void Cluster::set_up() {
     shape = RunShape{opts_.max_batch, int32_t(max_len), opts_.micro_batches, opts_.kv_cache_tokens, opts_.step_tokens,
                      act};
     layout_ = make_layout(cfg, model_sizes(cfg, store_->manifest()), mode, env_->size(), opts_.stages);
+    if (opts_.micro_batches > opts_.max_batch)
+      throw InputError("--micro-batches " + std::to_string(opts_.micro_batches) + " exceeds --max-batch " +
+                       std::to_string(opts_.max_batch) + " (a micro-batch holds at least one sequence)");
+    // The KV cache and activations, against this rank's share of the host's
+    // memory, before the role allocates them.
+    const int ranks_on_host = std::max(1, env_->ranks_on_host());
+    const int32_t pool_slots = mode == ParallelMode::expert
+                                   ? std::max(1, KvPools::slots_in_pool(shape.slots, env_->size(), env_->rank()))
+                                   : shape.slots;
+    check_run_memory(cfg, shape, layout_.ranks.at(size_t(env_->rank())).layers.size(), pool_slots,
+                     physical_memory_bytes() / ranks_on_host);
     // Ranks sharing a host share its cores: by default each takes its part
     // of the physical cores; spinning for work only pays when no thread
     // competes for a core (ThreadPool).
-    const int ranks_here = std::max(1, env_->ranks_on_host());
-    const int threads = opts_.threads > 0 ? opts_.threads : std::max(1, physical_cores() / ranks_here);
+    const int threads =
+        opts_.threads > 0 ? opts_.threads : std::clamp(physical_cores() / ranks_on_host, 1, thread_limit());
     const bool cores_to_spare =
-        int64_t(threads) * ranks_here <= int64_t(std::max(1u, std::thread::hardware_concurrency()));
+        int64_t(threads) * ranks_on_host <= int64_t(std::max(1u, std::thread::hardware_concurrency()));
     pool_ = std::make_unique<ThreadPool>(threads, cores_to_spare);
   } catch (const Error& e) {
     error = e.what();
