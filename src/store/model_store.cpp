@@ -4,6 +4,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "common/contained_path.hpp"
 #include "common/error.hpp"
 #include "format/config_extent.hpp"
 #include "format/hf_tensors.hpp"
@@ -53,6 +54,20 @@ void check_complete(const Manifest& m, const ModelConfig& cfg, const std::string
   }
 }
 
+// The one link out of a model directory that is allowed: a shard linked
+// from another converted model (a directory with its own manifest.json),
+// as a variant of a model with other tokenizer files, or a host's shards
+// kept on another disk, shares them. Its directory, or empty.
+std::filesystem::path shared_model_dir(const std::string& dir, const std::string& file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p = fs::path(dir) / file;
+  if (!fs::is_symlink(p, ec)) return {};
+  const fs::path real = fs::canonical(p, ec);
+  if (ec || !fs::is_regular_file(real, ec) || !fs::exists(real.parent_path() / "manifest.json", ec)) return {};
+  return real.parent_path();
+}
+
 }  // namespace
 
 struct ModelStore::Impl {
@@ -94,6 +109,12 @@ std::unique_ptr<ModelStore> ModelStore::open(const std::string& dir, StoreOption
   impl->manifest_path = (fs::path(dir) / "manifest.json").string();
   impl->manifest = Manifest::read(impl->manifest_path);
   check_complete(impl->manifest, impl->config, config_path, impl->manifest_path);
+  // The manifest names its shards; none may lead out of the model directory
+  // (Manifest::from_json has refused separators; this catches symlinks).
+  for (const ShardInfo& s : impl->manifest.shards())
+    if (const std::string why = outside_reason(dir, s.file, shared_model_dir(dir, s.file)); !why.empty())
+      throw FormatError(impl->manifest_path + ": shard '" + s.file + "' " + why +
+                        ": not a file name of the model directory");
   impl->verified.assign(impl->manifest.tensors().size(), 0);
   return std::unique_ptr<ModelStore>(new ModelStore(std::move(impl)));
 }
