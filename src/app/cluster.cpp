@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <fstream>
 #include <thread>
 
+#include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "model/kv_pools.hpp"
 #include "parallel/run_footprint.hpp"
@@ -132,17 +131,10 @@ void Cluster::write_metrics(nlohmann::json j, const std::vector<RankMetrics>& ra
   j["wall_seconds"] = now_seconds() - started_;
   j["per_rank"] = nlohmann::json::array();
   for (const RankMetrics& m : ranks) j["per_rank"].push_back(to_json(m));
-  // Written beside the target and renamed over it: a reader (or a crash)
-  // sees the previous complete file or the new one, never a torn one.
-  const std::string tmp = opts_.metrics_path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << "\n";
-    out.flush();
-    if (!out) throw SystemError(tmp + ": cannot write metrics");
-  }
-  if (std::rename(tmp.c_str(), opts_.metrics_path.c_str()) != 0)
-    throw SystemError(opts_.metrics_path + ": cannot replace metrics file");
+  // Written beside the target (under a name of this process's own, so two
+  // runs given the same path cannot interleave) and renamed over it: a
+  // reader (or a crash) sees the previous complete file or the new one.
+  write_file_atomically(opts_.metrics_path, j.dump(2) + "\n");
 }
 
 }  // namespace trillion::app

@@ -176,3 +176,22 @@ BOOST_AUTO_TEST_CASE(shard_datasets_that_link_to_other_files_are_refused) {
   auto store = ModelStore::open(tmp / "model", StoreOptions{false});
   expect_error<FormatError>([&] { store->tensor(name); }, {shard, name, "external link"});
 }
+
+// Item 6: convert's output appears whole (OUTPUT.partial, renamed when
+// complete); a second convert to the same output must not delete the
+// staging directory of one still running.
+BOOST_AUTO_TEST_CASE(staging_of_a_running_convert_is_left_alone) {
+  TempDir tmp;
+  write_synthetic_checkpoint(tmp / "hf", tiny_config("bf16"), {});
+  fs::create_directory(tmp / "model.partial");
+  write_text(tmp / "model.partial/layer-000.h5", "being written");
+  // pid 1 always runs: as if another convert were writing.
+  write_text(tmp / "model.partial/.trillion-partial", "trillion convert in progress, pid 1; safe to delete");
+  expect_error<InputError>([&] { convert(tmp / "hf", tmp / "model"); },
+                           {tmp / "model.partial", "another trillion convert (pid 1)"});
+  BOOST_TEST(read_text(tmp / "model.partial/layer-000.h5") == "being written");
+  // Its writer gone (no such pid), the directory is stale and replaced.
+  write_text(tmp / "model.partial/.trillion-partial", "trillion convert in progress, pid 2147483646; safe to delete");
+  BOOST_CHECK_NO_THROW(convert(tmp / "hf", tmp / "model"));
+  BOOST_TEST(fs::exists(tmp / "model/manifest.json"));
+}
