@@ -7,9 +7,12 @@
 #include <cstring>
 #include <thread>
 
+#include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fault.hpp"
 #include "common/interrupt.hpp"
+#include "model/kv_pools.hpp"
+#include "parallel/run_footprint.hpp"
 #include "runtime/mpi_env.hpp"
 #include "store/int8_source.hpp"
 #include "store/manifest.hpp"
@@ -50,6 +53,10 @@ void Cluster::set_up() {
     if (opts_.max_batch < 1) throw InputError("--max-batch must be at least 1");
     if (opts_.step_tokens < 1) throw InputError("--step-tokens must be at least 1");
     if (opts_.threads < 0) throw InputError("--threads must be >= 0");
+    if (opts_.threads > thread_limit())  // before any thread starts (pid_max is finite)
+      throw InputError("--threads " + std::to_string(opts_.threads) + " exceeds the limit of " +
+                       std::to_string(thread_limit()) + " threads per rank (8 per hardware thread, at most " +
+                       std::to_string(kMaxThreads) + ")");
     if (opts_.micro_batches < 0) throw InputError("--micro-batches must be >= 0");
     if (opts_.kv_cache_tokens < 0) throw InputError("--kv-cache-tokens must be >= 0");
     if (opts_.metrics_interval < 0) throw InputError("--metrics-interval must be >= 0");
@@ -67,13 +74,35 @@ void Cluster::set_up() {
     shape = RunShape{opts_.max_batch, int32_t(max_len), opts_.micro_batches, opts_.kv_cache_tokens, opts_.step_tokens,
                      act};
     layout_ = make_layout(cfg, model_sizes(cfg, store_->manifest()), mode, env_->size(), opts_.stages);
+    if (opts_.micro_batches > opts_.max_batch)
+      throw InputError("--micro-batches " + std::to_string(opts_.micro_batches) + " exceeds --max-batch " +
+                       std::to_string(opts_.max_batch) + " (a micro-batch holds at least one sequence)");
+    // The KV cache and activations, against this rank's share of the host's
+    // memory, before the role allocates them.
+    const int ranks_on_host = std::max(1, env_->ranks_on_host());
+    const int32_t pool_slots = mode == ParallelMode::expert
+                                   ? std::max(1, KvPools::slots_in_pool(shape.slots, env_->size(), env_->rank()))
+                                   : shape.slots;
+    double memory = physical_memory_bytes() / ranks_on_host;
+    // FP8 on the int8 path holds its linears again as int8 groups (anonymous
+    // memory, unlike the mapped FP8 pages): they come out of the same share.
+    if (act == Activations::int8 && store_->manifest().weight_format == WeightFormat::fp8_block) {
+      const double copy =
+          double(share_int8_copy_bytes(cfg, store_->manifest(), layout_.ranks.at(size_t(env_->rank()))));
+      if (memory > 0 && copy >= memory)
+        throw InputError("--activations int8 on FP8 weights: this rank's int8 copy of its linears needs " +
+                         std::to_string(copy / 1e9) + " GB, more than the " + std::to_string(memory / 1e9) +
+                         " GB of memory it has (--activations f32 reads the FP8 weights in place)");
+      if (memory > 0) memory -= copy;
+    }
+    check_run_memory(cfg, shape, layout_.ranks.at(size_t(env_->rank())).layers.size(), pool_slots, memory);
     // Ranks sharing a host share its cores: by default each takes its part
     // of the physical cores; spinning for work only pays when no thread
     // competes for a core (ThreadPool).
-    const int ranks_here = std::max(1, env_->ranks_on_host());
-    const int threads = opts_.threads > 0 ? opts_.threads : std::max(1, physical_cores() / ranks_here);
+    const int threads =
+        opts_.threads > 0 ? opts_.threads : std::clamp(physical_cores() / ranks_on_host, 1, thread_limit());
     const bool cores_to_spare =
-        int64_t(threads) * ranks_here <= int64_t(std::max(1u, std::thread::hardware_concurrency()));
+        int64_t(threads) * ranks_on_host <= int64_t(std::max(1u, std::thread::hardware_concurrency()));
     pool_ = std::make_unique<ThreadPool>(threads, cores_to_spare);
   } catch (const Error& e) {
     error = e.what();
@@ -132,24 +161,10 @@ void Cluster::write_metrics(nlohmann::json j, const std::vector<RankMetrics>& ra
   j["wall_seconds"] = now_seconds() - started_;
   j["per_rank"] = nlohmann::json::array();
   for (const RankMetrics& m : ranks) j["per_rank"].push_back(to_json(m));
-  // Written beside the target and renamed over it: a reader (or a crash)
-  // sees the previous complete file or the new one, never a torn one.
-  const std::string tmp = opts_.metrics_path + ".tmp";
-  const std::string text = j.dump(2) + "\n";
-  std::FILE* out = std::fopen(tmp.c_str(), "wb");
-  if (!out) throw SystemError(tmp + ": cannot write metrics: " + std::strerror(errno));
-  bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size();
-  int err = ok ? 0 : errno;
-  if (std::fclose(out) != 0 && ok) {  // a full disk may show only when the buffer goes out
-    ok = false;
-    err = errno;
-  }
-  if (!ok) {
-    std::remove(tmp.c_str());  // the previous metrics file stays as it was
-    throw SystemError(tmp + ": cannot write metrics: " + std::strerror(err));
-  }
-  if (std::rename(tmp.c_str(), opts_.metrics_path.c_str()) != 0)
-    throw SystemError(opts_.metrics_path + ": cannot replace metrics file: " + std::strerror(errno));
+  // Written beside the target (under a name of this process's own, so two
+  // runs given the same path cannot interleave) and renamed over it: a
+  // reader (or a crash) sees the previous complete file or the new one.
+  write_file_atomically(opts_.metrics_path, j.dump(2) + "\n");
 }
 
 }  // namespace trillion::app

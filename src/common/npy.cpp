@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/atomic_file.hpp"
 #include "common/error.hpp"
 
 namespace trillion {
@@ -39,25 +40,34 @@ void write_npy_f32(const std::string& path, const float* data, const std::vector
   int64_t count = 1;
   for (int64_t d : shape) count *= d;
   const std::string header = npy_header(shape);
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw SystemError(path + ": cannot create: " + std::strerror(errno));
+  const std::string tmp = temp_path_for(path);
+  std::FILE* f = static_cast<std::FILE*>(create_temp_file(tmp));
   bool ok = write_header(f, header);
   ok = ok && (count == 0 || std::fwrite(data, sizeof(float), size_t(count), f) == size_t(count));
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) throw SystemError(path + ": write failed: " + std::strerror(errno));
+  if (!ok) {
+    const int e = errno;
+    std::fclose(f);
+    std::remove(tmp.c_str());
+    throw SystemError(path + ": write failed: " + std::strerror(e));
+  }
+  publish_temp_file(f, tmp, path);
 }
 
+// Rows go to a file of this process's own beside `path`, renamed to `path`
+// by close(): a logits file that exists is complete (a run killed midway
+// leaves no torn .npy that a reader or a resumed run would take as whole).
 NpyRowWriter::NpyRowWriter(const std::string& path, int64_t rows, int64_t cols)
-    : path_(path), rows_(rows), cols_(cols) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw SystemError(path + ": cannot create: " + std::strerror(errno));
+    : path_(path), tmp_(temp_path_for(path)), rows_(rows), cols_(cols) {
+  std::FILE* f = static_cast<std::FILE*>(create_temp_file(tmp_));
   file_ = f;
   if (!write_header(f, npy_header({rows, cols})))
     throw SystemError(path + ": write failed: " + std::strerror(errno));
 }
 
 NpyRowWriter::~NpyRowWriter() {
-  if (file_) std::fclose(static_cast<std::FILE*>(file_));
+  if (!file_) return;
+  std::fclose(static_cast<std::FILE*>(file_));  // never closed: an error or unwinding
+  std::remove(tmp_.c_str());
 }
 
 void NpyRowWriter::append(const float* data, int64_t rows) {
@@ -69,11 +79,11 @@ void NpyRowWriter::append(const float* data, int64_t rows) {
 }
 
 void NpyRowWriter::close() {
-  std::FILE* f = static_cast<std::FILE*>(file_);
-  file_ = nullptr;
-  if (std::fclose(f) != 0) throw SystemError(path_ + ": write failed: " + std::strerror(errno));
-  if (written_ != rows_)
+  if (written_ != rows_)  // the destructor removes the incomplete file
     throw Error(path_ + ": " + std::to_string(written_) + " rows written of " + std::to_string(rows_));
+  void* f = file_;
+  file_ = nullptr;
+  publish_temp_file(f, tmp_, path_);
 }
 
 }  // namespace trillion

@@ -22,10 +22,10 @@ class NpyRowWriter {
   NpyRowWriter(const NpyRowWriter&) = delete;
   NpyRowWriter& operator=(const NpyRowWriter&) = delete;
   void append(const float* data, int64_t rows);  // rows x cols values
-  void close();  // throws if fewer rows than declared were written
+  void close();  // publishes the file; throws if fewer rows than declared were written
 
  private:
-  std::string path_;
+  std::string path_, tmp_;  // tmp_: written, then renamed to path_ by close()
   void* file_ = nullptr;
   int64_t rows_, cols_, written_ = 0;
 };

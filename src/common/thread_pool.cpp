@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "common/error.hpp"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -89,8 +91,16 @@ int physical_cores() {
   return std::max(1, int(cores.size()));
 }
 
+int thread_limit() {
+  const int logical = int(std::max(1u, std::thread::hardware_concurrency()));
+  return std::min(kMaxThreads, std::max(64, 8 * logical));
+}
+
 ThreadPool::ThreadPool(int n_threads, bool spin) : spin_limit_ns_(spin ? spin_limit_ns() : 0) {
-  if (n_threads <= 0) n_threads = physical_cores();
+  if (n_threads <= 0) n_threads = std::min(physical_cores(), thread_limit());
+  if (n_threads > thread_limit())
+    throw Error("a pool of " + std::to_string(n_threads) + " threads exceeds the limit of " +
+                std::to_string(thread_limit()) + " on this host");
   caller_spin_ = {spin_limit_ns_, spin_limit_ns_};
   for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }

@@ -34,9 +34,18 @@ namespace trillion {
 // bandwidth-bound and a sibling only competes for the same FMA units.
 int physical_cores();
 
+// The most threads a pool may have: 8 per hardware thread (at least 64), at
+// most kMaxThreads. More only adds switching, and a typo (--threads 100000)
+// would otherwise start threads until the process table is full. Checked
+// before any thread starts: flags by their commands (naming the flag), every
+// pool by its constructor.
+constexpr int kMaxThreads = 1024;
+int thread_limit();
+
 class ThreadPool {
  public:
-  // n_threads <= 0: physical_cores(). spin = false: workers sleep at once.
+  // n_threads <= 0: physical_cores() (up to thread_limit()). spin = false: workers sleep at once.
+  // Throws Error when n_threads > thread_limit(), before starting any.
   explicit ThreadPool(int n_threads = 0, bool spin = true);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

@@ -31,6 +31,17 @@ namespace {
 
 using nlohmann::json;
 
+// Upper bounds of the sizes config.json may declare. Far above the family's
+// real configs (DeepSeek-V3: hidden 7168, 61 layers, 256 experts, 128 heads,
+// vocabulary 129280; Kimi K2: 384 experts, 163840 positions), and low enough
+// that every product the code forms from them (weight shapes, KV-cache and
+// activation bytes) stays far inside int64: a typo or a hostile file is an
+// error here, not an overflow or an allocation the kernel kills later.
+constexpr int64_t kMaxWidth = int64_t(1) << 20;   // hidden, intermediate, LoRA ranks, head dims
+constexpr int64_t kMaxCount = int64_t(1) << 16;   // layers, heads, experts
+constexpr int64_t kMaxVocab = int64_t(1) << 24;
+constexpr int64_t kMaxPositions = INT32_MAX;      // positions are int32 in batches and the KV cache
+
 struct Reader {
   const json& j;
   const std::string& source;
@@ -43,17 +54,26 @@ struct Reader {
     if (it == j.end() || it->is_null()) fail(key, "is missing");
     return *it;
   }
-  int64_t integer(const std::string& key, int64_t min = 0) const {
+  int64_t integer(const std::string& key, int64_t min = 0, int64_t max = kMaxCount) const {
     const json& v = need(key);
-    if (!v.is_number_integer()) fail(key, "must be an integer, got " + v.dump());
+    // An unsigned value above INT64_MAX would wrap to a negative int64.
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)))
+      fail(key, "must be an integer, got " + v.dump());
     int64_t x = v.get<int64_t>();
     if (x < min) fail(key, "must be >= " + std::to_string(min) + ", got " + std::to_string(x));
+    if (x > max) fail(key, "must be <= " + std::to_string(max) + ", got " + std::to_string(x));
     return x;
   }
-  int64_t integer_or(const std::string& key, int64_t dflt, int64_t min = 0) const {
+  int64_t integer_or(const std::string& key, int64_t dflt, int64_t min = 0, int64_t max = kMaxCount) const {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) return dflt;
-    return integer(key, min);
+    return integer(key, min, max);
+  }
+  // A number that must be finite and above zero (a scale, an epsilon, a base).
+  double positive(const std::string& key) const {
+    const double x = number(key);
+    if (!(x > 0) || !std::isfinite(x)) fail(key, "must be a finite number > 0, got " + std::to_string(x));
+    return x;
   }
   double number(const std::string& key) const {
     const json& v = need(key);
@@ -141,22 +161,22 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
   if (c.model_type != "deepseek_v3" && c.model_type != "kimi_k2")
     throw ConfigError(source + ": model_type '" + c.model_type +
                       "' is not of the DeepSeek-V3 family (deepseek_v3, kimi_k2)");
-  c.vocab_size = r.integer("vocab_size", 1);
-  c.hidden_size = r.integer("hidden_size", 1);
-  c.intermediate_size = r.integer("intermediate_size", 1);
-  c.moe_intermediate_size = r.integer("moe_intermediate_size", 1);
+  c.vocab_size = r.integer("vocab_size", 1, kMaxVocab);
+  c.hidden_size = r.integer("hidden_size", 1, kMaxWidth);
+  c.intermediate_size = r.integer("intermediate_size", 1, kMaxWidth);
+  c.moe_intermediate_size = r.integer("moe_intermediate_size", 1, kMaxWidth);
   c.num_hidden_layers = r.integer("num_hidden_layers", 1);
   c.num_nextn_predict_layers = r.integer_or("num_nextn_predict_layers", 0);
   c.first_k_dense_replace = r.integer("first_k_dense_replace");
   c.moe_layer_freq = r.integer_or("moe_layer_freq", 1, 1);
   c.num_attention_heads = r.integer("num_attention_heads", 1);
   if (j.contains("q_lora_rank") && !j["q_lora_rank"].is_null())
-    c.q_lora_rank = r.integer("q_lora_rank", 1);
-  c.kv_lora_rank = r.integer("kv_lora_rank", 1);
-  c.qk_nope_head_dim = r.integer("qk_nope_head_dim", 1);
-  c.qk_rope_head_dim = r.integer("qk_rope_head_dim", 2);
+    c.q_lora_rank = r.integer("q_lora_rank", 1, kMaxWidth);
+  c.kv_lora_rank = r.integer("kv_lora_rank", 1, kMaxWidth);
+  c.qk_nope_head_dim = r.integer("qk_nope_head_dim", 1, kMaxWidth);
+  c.qk_rope_head_dim = r.integer("qk_rope_head_dim", 2, kMaxWidth);
   if (c.qk_rope_head_dim % 2) r.fail("qk_rope_head_dim", "must be even");
-  c.v_head_dim = r.integer("v_head_dim", 1);
+  c.v_head_dim = r.integer("v_head_dim", 1, kMaxWidth);
   c.n_routed_experts = r.integer("n_routed_experts", 1);
   c.n_shared_experts = r.integer_or("n_shared_experts", 0);
   c.num_experts_per_tok = r.integer("num_experts_per_tok", 1);
@@ -168,12 +188,12 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
   if (c.scoring_func != "sigmoid") r.fail("scoring_func", "must be \"sigmoid\", got \"" + c.scoring_func + "\"");
   c.topk_method = r.string("topk_method");
   if (c.topk_method != "noaux_tc") r.fail("topk_method", "must be \"noaux_tc\", got \"" + c.topk_method + "\"");
-  c.rms_norm_eps = r.number("rms_norm_eps");
-  c.rope_theta = r.number("rope_theta");
-  c.max_position_embeddings = r.integer("max_position_embeddings", 1);
+  c.rms_norm_eps = r.positive("rms_norm_eps");
+  c.rope_theta = r.positive("rope_theta");
+  c.max_position_embeddings = r.integer("max_position_embeddings", 1, kMaxPositions);
   c.tie_word_embeddings = r.boolean_or("tie_word_embeddings", false);
   if (c.tie_word_embeddings) r.fail("tie_word_embeddings", "must be false (the family has an untied lm_head)");
-  c.bos_token_id = r.integer_or("bos_token_id", -1, -1);
+  c.bos_token_id = r.integer_or("bos_token_id", -1, -1, kMaxVocab);
   if (auto it = j.find("eos_token_id"); it != j.end() && !it->is_null()) {
     if (it->is_array()) {
       // Checked like every integer field (found by fuzzing: ["x"] escaped as a
@@ -183,7 +203,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
         c.eos_token_ids.push_back(e.get<int64_t>());
       }
     } else {
-      c.eos_token_ids.push_back(r.integer("eos_token_id"));
+      c.eos_token_ids.push_back(r.integer("eos_token_id", 0, kMaxVocab));
     }
   }
   if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null()) {
@@ -192,11 +212,12 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
     s.type = it->contains("type") ? rr.string("type") : rr.string("rope_type");
     if (s.type != "yarn") throw ConfigError(source + ": rope_scaling.type '" + s.type + "' is not supported (yarn)");
     s.factor = rr.number("factor");
+    if (!(s.factor >= 1) || !std::isfinite(s.factor)) rr.fail("factor", "must be a finite number >= 1");
     s.beta_fast = rr.number_or("beta_fast", 32.0);
     s.beta_slow = rr.number_or("beta_slow", 1.0);
     s.mscale = rr.number_or("mscale", 1.0);
     s.mscale_all_dim = rr.number_or("mscale_all_dim", 0.0);
-    s.original_max_position_embeddings = rr.integer("original_max_position_embeddings", 1);
+    s.original_max_position_embeddings = rr.integer("original_max_position_embeddings", 1, kMaxPositions);
     c.rope_scaling = s;
   }
   c.weight_format = parse_quantization(j, source, &c.requantized);
@@ -211,6 +232,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
   if (c.n_group > 1 && c.n_routed_experts / c.n_group < 2)
     r.fail("n_group", "needs at least 2 experts per group (group score = sum of top-2)");
   if (c.first_k_dense_replace > c.num_hidden_layers) r.fail("first_k_dense_replace", "exceeds num_hidden_layers");
+  if (c.bos_token_id >= c.vocab_size) r.fail("bos_token_id", "is outside the vocabulary");
   for (int64_t e : c.eos_token_ids)
     if (e < 0 || e >= c.vocab_size) r.fail("eos_token_id", "is outside the vocabulary");
   return c;

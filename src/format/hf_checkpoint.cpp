@@ -6,12 +6,27 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/contained_path.hpp"
 #include "common/error.hpp"
 
 namespace trillion {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+namespace {
+
+// A Hugging Face hub cache keeps a revision in <repo>/snapshots/<rev>/ as
+// symlinks to <repo>/blobs/<hash>: links out of the directory that are the
+// cache's own layout, so the index's files may resolve there too.
+fs::path hub_blobs(const std::string& dir) {
+  std::error_code ec;
+  const fs::path real = fs::canonical(dir, ec);
+  if (ec || real.parent_path().filename() != "snapshots") return {};
+  return real.parent_path().parent_path() / "blobs";
+}
+
+}  // namespace
 
 HfCheckpoint::HfCheckpoint(const std::string& dir) : dir_(dir) {
   if (!fs::is_directory(dir)) throw FormatError(dir + ": not a directory (expected a Hugging Face checkpoint)");
@@ -65,8 +80,9 @@ void HfCheckpoint::read_index(const std::string& path) {
     if (!file.is_string()) throw FormatError(path + ": weight_map['" + name + "'] is not a file name");
     const std::string f = file.get<std::string>();
     // Files live beside the index; a path elsewhere is a corrupt or hostile index.
-    if (f.empty() || f.find('/') != std::string::npos || f == "." || f == "..")
-      throw FormatError(path + ": weight_map['" + name + "'] = '" + f + "' is not a file name in the checkpoint");
+    if (const std::string why = outside_reason(dir_, f, hub_blobs(dir_)); !why.empty())
+      throw FormatError(path + ": weight_map['" + name + "'] = '" + f + "' " + why +
+                        ": not a file name of the checkpoint directory");
     const SafetensorsFile& sf = open_file(f);
     const SafetensorsEntry* e = sf.find(name);
     if (!e)

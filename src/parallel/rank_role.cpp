@@ -35,7 +35,7 @@ std::vector<RankMetrics> RankRole::gather_metrics(const RankMetrics& mine) {
 
 ChannelConfig activation_channel(const ModelConfig& cfg, const RunShape& shape) {
   ChannelConfig cc;
-  const int64_t rows = shape.step_tokens + shape.slots;
+  const int64_t rows = shape.max_step_rows();
   const size_t step_bytes = size_t(rows) * size_t(cfg.hidden_size * 4 + 24) + 64;
   cc.slot_bytes = std::clamp<size_t>(step_bytes / 4, 64 << 10, 4 << 20);
   cc.slots_per_peer = int(std::max<size_t>(4, 2 * ((step_bytes + cc.slot_bytes - 1) / cc.slot_bytes)));

@@ -2,6 +2,7 @@
 // flight and the KV-cache pool size. From the command line (--max-batch,
 // --max-len, --micro-batches, --kv-cache-tokens, --activations).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "model/linear.hpp"
@@ -15,6 +16,13 @@ struct RunShape {
   int64_t kv_tokens = 0;    // KV-cache pool positions per rank; 0: slots x max_len (of the rank's slots)
   int64_t step_tokens = 256;  // most rows of one step's prefill (sizes the activation rings)
   Activations activations = Activations::f32;  // compute path of the weight products (--activations)
+
+  // The most rows one step can hold: prefill tokens (at most step_tokens, and
+  // never more than every slot's whole context) plus one decode row a slot.
+  // What activation buffers are sized by, whatever --step-tokens says.
+  int64_t max_step_rows() const {
+    return std::min<int64_t>(step_tokens, int64_t(slots) * max_len) + slots;
+  }
 };
 
 }  // namespace trillion

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "common/error.hpp"
+#include "format/config_extent.hpp"
 #include "format/hf_tensors.hpp"
 
 namespace trillion {
@@ -38,6 +39,8 @@ class Planner {
   Planner(const HfCheckpoint& ckpt, const ModelConfig& cfg, int64_t eps) : ckpt_(ckpt), cfg_(cfg), eps_(eps) {}
 
   ConvertPlan run() {
+    // Before the table, whose size is the config's claim (layers x experts).
+    check_config_extent(cfg_, ckpt_.names(), ckpt_.dir() + "/config.json", ckpt_.index_path());
     check_table();
     place_mtp();
     if (!problems_.empty()) {

@@ -187,6 +187,10 @@ ConvertReport convert_checkpoint(const ConvertOptions& o) {
   if (o.input_dir.empty() || o.output_dir.empty()) throw InputError("convert needs an input and an output directory");
   if (o.experts_per_shard < 1)
     throw InputError("--experts-per-shard must be >= 1, got " + std::to_string(o.experts_per_shard));
+  if (o.threads > thread_limit())  // before any thread starts (pid_max is finite)
+    throw InputError("--threads " + std::to_string(o.threads) + " exceeds the limit of " +
+                     std::to_string(thread_limit()) + " threads (8 per hardware thread, at most " +
+                     std::to_string(kMaxThreads) + ")");
   const fs::path in = fs::absolute(o.input_dir).lexically_normal();
   if (!fs::is_directory(in)) throw InputError(o.input_dir + ": not a directory");
   if (fs::exists(o.output_dir) && fs::equivalent(in, o.output_dir))

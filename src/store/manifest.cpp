@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/checksum.hpp"
+#include "common/contained_path.hpp"
 #include "common/error.hpp"
 #include "store/hdf5_util.hpp"
 
@@ -141,10 +142,6 @@ struct Fields {
   }
 };
 
-bool plain_file_name(const std::string& f) {
-  return !f.empty() && f.find('/') == std::string::npos && f != "." && f != "..";
-}
-
 }  // namespace
 
 Manifest Manifest::from_json(const json& j, const std::string& source) {
@@ -178,7 +175,8 @@ Manifest Manifest::from_json(const json& j, const std::string& source) {
     Fields f{e, where};
     ShardInfo s;
     s.file = f.str("file");
-    if (!plain_file_name(s.file)) f.fail("file", "must be a file name inside the model directory");
+    if (const std::string why = file_name_problem(s.file); !why.empty())
+      f.fail("file", why + ": must be a file name inside the model directory");
     s.bytes = uint64_t(f.integer("bytes", 0));
     try {
       s.role = tensor_role_from_string(f.str("role"));

@@ -4,7 +4,9 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "common/contained_path.hpp"
 #include "common/error.hpp"
+#include "format/config_extent.hpp"
 #include "format/hf_tensors.hpp"
 #include "store/manifest.hpp"
 #include "store/shard_reader.hpp"
@@ -15,7 +17,8 @@ namespace {
 
 // The manifest must hold every tensor config.json implies, as the converter
 // would have stored it; so code downstream never meets a half-described model.
-void check_complete(const Manifest& m, const ModelConfig& cfg, const std::string& source) {
+void check_complete(const Manifest& m, const ModelConfig& cfg, const std::string& config_path,
+                    const std::string& source) {
   if (m.weight_format != cfg.weight_format)
     throw FormatError(source + ": weight_format is " + to_string(m.weight_format) + " but config.json describes a " +
                       to_string(cfg.weight_format) + " checkpoint");
@@ -24,6 +27,10 @@ void check_complete(const Manifest& m, const ModelConfig& cfg, const std::string
                                                   " quantized by trillion convert --quantize"
                                                 : ": quantized_from is set but config.json has no trillion"
                                                   " quantization_config"));
+  std::vector<std::string> names;
+  names.reserve(m.tensors().size());
+  for (const TensorInfo& t : m.tensors()) names.push_back(t.name);
+  check_config_extent(cfg, names, config_path, source);  // before the table the config's counts size
   for (const ExpectedTensor& e : expected_hf_tensors(cfg)) {
     if (e.attribute_only) {
       const TensorInfo* packed = m.find_tensor(packed_name_for_shape(e.name));
@@ -45,6 +52,20 @@ void check_complete(const Manifest& m, const ModelConfig& cfg, const std::string
       throw FormatError(source + ": tensor '" + e.name + "' has dtype " + dtype_name(t->dtype) + ", expected " +
                         dtype_name(e.dtypes.front()));
   }
+}
+
+// The one link out of a model directory that is allowed: a shard linked
+// from another converted model (a directory with its own manifest.json),
+// as a variant of a model with other tokenizer files, or a host's shards
+// kept on another disk, shares them. Its directory, or empty.
+std::filesystem::path shared_model_dir(const std::string& dir, const std::string& file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p = fs::path(dir) / file;
+  if (!fs::is_symlink(p, ec)) return {};
+  const fs::path real = fs::canonical(p, ec);
+  if (ec || !fs::is_regular_file(real, ec) || !fs::exists(real.parent_path() / "manifest.json", ec)) return {};
+  return real.parent_path();
 }
 
 }  // namespace
@@ -83,10 +104,17 @@ std::unique_ptr<ModelStore> ModelStore::open(const std::string& dir, StoreOption
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
   impl->opts = opts;
-  impl->config = ModelConfig::from_file((fs::path(dir) / "config.json").string());
+  const std::string config_path = (fs::path(dir) / "config.json").string();
+  impl->config = ModelConfig::from_file(config_path);
   impl->manifest_path = (fs::path(dir) / "manifest.json").string();
   impl->manifest = Manifest::read(impl->manifest_path);
-  check_complete(impl->manifest, impl->config, impl->manifest_path);
+  check_complete(impl->manifest, impl->config, config_path, impl->manifest_path);
+  // The manifest names its shards; none may lead out of the model directory
+  // (Manifest::from_json has refused separators; this catches symlinks).
+  for (const ShardInfo& s : impl->manifest.shards())
+    if (const std::string why = outside_reason(dir, s.file, shared_model_dir(dir, s.file)); !why.empty())
+      throw FormatError(impl->manifest_path + ": shard '" + s.file + "' " + why +
+                        ": not a file name of the model directory");
   impl->verified.assign(impl->manifest.tensors().size(), 0);
   return std::unique_ptr<ModelStore>(new ModelStore(std::move(impl)));
 }

@@ -18,6 +18,11 @@ namespace {
 // Checks one dataset against its manifest entry; returns "" or the problem.
 std::string dataset_problem(hid_t file, const TensorInfo& t) {
   if (H5Lexists(file, t.name.c_str(), H5P_DEFAULT) <= 0) return "dataset is missing from the file";
+  // A soft or external link would have HDF5 open other objects or files
+  // (outside the model directory): a shard holds its data itself.
+  H5L_info_t link{};
+  if (H5Lget_info(file, t.name.c_str(), &link, H5P_DEFAULT) < 0 || link.type != H5L_TYPE_HARD)
+    return "dataset is a soft or external link, not data of this file (not written by trillion convert?)";
   H5Id ds(H5Dopen2(file, t.name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!ds.valid()) return "dataset cannot be opened (damaged file?)";
   H5Id dcpl(H5Dget_create_plist(ds.get()), H5Pclose);

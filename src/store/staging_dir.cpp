@@ -1,10 +1,15 @@
 #include "store/staging_dir.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 #include <system_error>
 
 #include "common/error.hpp"
@@ -27,6 +32,19 @@ void sync_dir(const fs::path& dir) {
   }
 }
 
+// The pid a marker names when that process still runs (not this one), else
+// 0: a staging directory is removed only when its writer has ended, so two
+// converts to one output cannot delete each other's shards midway.
+long writer_pid(const fs::path& marker) {
+  std::ifstream in(marker);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const size_t at = text.find("pid ");
+  if (at == std::string::npos) return 0;  // written before markers named their pid
+  const long pid = std::strtol(text.c_str() + at + 4, nullptr, 10);
+  if (pid <= 0 || pid == long(::getpid())) return 0;
+  return ::kill(pid_t(pid), 0) == 0 || errno == EPERM ? pid : 0;
+}
+
 }  // namespace
 
 StagingDir::StagingDir(const std::string& output, bool force, std::ostream* log) {
@@ -47,6 +65,9 @@ StagingDir::StagingDir(const std::string& output, bool force, std::ostream* log)
   if (fs::exists(partial_)) {
     if (!fs::exists(fs::path(partial_) / kMarker))
       throw InputError(partial_ + ": exists and was not created by trillion convert; remove it or choose another output");
+    if (const long pid = writer_pid(fs::path(partial_) / kMarker); pid > 0)
+      throw InputError(partial_ + ": another trillion convert (pid " + std::to_string(pid) +
+                       ") is writing it; wait for it to end, or remove the directory if that process is not a convert");
     if (log) *log << "convert: removing " << partial_ << " left by an interrupted conversion\n";
     fs::remove_all(partial_, ec);
     if (ec) throw SystemError(partial_ + ": cannot remove: " + ec.message());
@@ -55,7 +76,8 @@ StagingDir::StagingDir(const std::string& output, bool force, std::ostream* log)
   if (ec) throw SystemError(out.parent_path().string() + ": cannot create: " + ec.message());
   if (!fs::create_directory(partial_, ec) || ec)
     throw SystemError(partial_ + ": cannot create: " + (ec ? ec.message() : "exists"));
-  std::ofstream(fs::path(partial_) / kMarker) << "trillion convert in progress; safe to delete\n";
+  std::ofstream(fs::path(partial_) / kMarker) << "trillion convert in progress, pid " << ::getpid()
+                                              << "; safe to delete once that process has ended\n";
 }
 
 StagingDir::~StagingDir() {

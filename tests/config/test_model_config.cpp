@@ -81,3 +81,47 @@ BOOST_AUTO_TEST_CASE(q_lora_null_and_eos_list) {
   BOOST_TEST(!c.q_lora_rank.has_value());
   BOOST_TEST(c.eos_token_ids.size() == 2u);
 }
+
+// Issue 10 item 2: every size has an upper bound and the fields agree, so no
+// product of them overflows and a typo is named here, not met as an
+// allocation later.
+BOOST_AUTO_TEST_CASE(sizes_are_bounded_and_consistent) {
+  const json j = load("deepseek-v3.json");
+  auto with = [&](const std::string& key, const json& v) {
+    json c = j;
+    c[key] = v;
+    return error_of(c);
+  };
+  auto has = [](const std::string& msg, const std::string& part) {
+    BOOST_TEST_INFO(msg);
+    BOOST_TEST(msg.find(part) != std::string::npos);
+  };
+  has(with("num_hidden_layers", 1000000000), "cfg.json: field 'num_hidden_layers' must be <= 65536, got 1000000000");
+  has(with("hidden_size", int64_t(1) << 40), "'hidden_size' must be <= 1048576");
+  has(with("moe_intermediate_size", int64_t(1) << 30), "'moe_intermediate_size' must be <= 1048576");
+  has(with("kv_lora_rank", int64_t(1) << 30), "'kv_lora_rank' must be <= 1048576");
+  has(with("q_lora_rank", int64_t(1) << 30), "'q_lora_rank' must be <= 1048576");
+  has(with("v_head_dim", int64_t(1) << 30), "'v_head_dim' must be <= 1048576");
+  has(with("num_attention_heads", 100000), "'num_attention_heads' must be <= 65536");
+  has(with("n_routed_experts", 1 << 20), "'n_routed_experts' must be <= 65536");
+  has(with("vocab_size", int64_t(1) << 40), "'vocab_size' must be <= 16777216");
+  has(with("max_position_embeddings", int64_t(1) << 40), "'max_position_embeddings' must be <= 2147483647");
+  // Above INT64_MAX: nlohmann keeps it unsigned; it must not wrap to a negative.
+  has(with("hidden_size", json::parse("18446744073709551615")), "'hidden_size' must be an integer");
+  has(with("rms_norm_eps", 0.0), "'rms_norm_eps' must be a finite number > 0");
+  has(with("rope_theta", -1.0), "'rope_theta' must be a finite number > 0");
+  has(with("bos_token_id", 129280), "'bos_token_id' is outside the vocabulary");
+  has(with("eos_token_id", json::array({1, "two"})), "'eos_token_id' must hold integers");
+  json r = j;
+  r["rope_scaling"]["factor"] = 0.0;
+  has(error_of(r), "'factor' must be a finite number >= 1");
+  r = j;  // a context set below the pre-training one is allowed (it only limits --max-len)
+  r["rope_scaling"]["original_max_position_embeddings"] = 1 << 20;
+  BOOST_TEST(error_of(r) == "no error");
+  r["rope_scaling"]["original_max_position_embeddings"] = int64_t(1) << 40;
+  has(error_of(r), "'original_max_position_embeddings' must be <= 2147483647");
+  // Cross-field checks that already existed stay.
+  has(with("num_experts_per_tok", 300), "'num_experts_per_tok' exceeds the experts in the kept groups");
+  has(with("topk_group", 9), "'topk_group' exceeds n_group");
+  has(with("first_k_dense_replace", 62), "'first_k_dense_replace' exceeds num_hidden_layers");
+}

@@ -4,6 +4,7 @@ false, running totals, rank 0's own per-rank entry); at the end it holds the
 complete per-rank figures ("final": true) in the trillion-metrics/1 schema.
 Every read of the file, at any moment, parses (temp file + rename: never torn),
 so a read that does not parse is a failure."""
+import glob
 import json
 import os
 import subprocess
@@ -74,7 +75,8 @@ def check_run(tag, cmd, metrics, command, ranks, n_requests, keys):
         f.check(rates and all(v >= 0 for v in rates.values()) and m.get("wall_seconds", 0) > 0,
                 f"{tag}: running rates {rates}")
         prev = done
-    f.check(not os.path.exists(metrics + ".tmp"), f"{tag}: no temp file left")
+    left = glob.glob(metrics + ".partial-*") + glob.glob(metrics + ".tmp")
+    f.check(not left, f"{tag}: no temp file left {left}")
     with open(metrics) as fp:
         final = json.load(fp)
     f.check(final.get("final") is True and final.get("command") == command, f"{tag}: the last write is final")

@@ -242,3 +242,20 @@ BOOST_AUTO_TEST_CASE(jsonl_writer_names_a_full_disk) {
   }
   BOOST_TEST(what.find("/dev/full: write failed: No space left on device") == 0u, what);
 }
+
+// Issue 10 item 2: a request's sizes are bounded whatever their magnitude.
+BOOST_AUTO_TEST_CASE(huge_max_tokens_are_capped_at_the_context) {
+  const auto p = parse(R"({"id": "a", "prompt_token_ids": [1, 2, 3], "max_tokens": 9223372036854775807})");
+  const auto* r = std::get_if<GenerateRequest>(&p);
+  BOOST_REQUIRE(r);
+  BOOST_TEST(kv_positions(*r, 50) == 50);  // the sum overflowed to a negative count before
+  BOOST_TEST(error_of(parse(R"({"id": "a", "prompt_token_ids": [1], "max_tokens": 18446744073709551615})")) ==
+             "\"max_tokens\" must be a non-negative integer");
+  BOOST_TEST(error_of(parse(R"({"id": "a", "prompt_token_ids": [1], "top_logprobs": 21})")) ==
+             "\"top_logprobs\" must be an integer 0..20");
+  BOOST_TEST(error_of(parse(R"({"id": "a", "prompt_token_ids": [1], "n": 1000000})")) ==
+             "\"n\" other than 1 is not supported");
+  std::string long_prompt = R"({"id": "a", "prompt_token_ids": [1)";
+  for (int i = 0; i < 60; ++i) long_prompt += ", 1";
+  BOOST_TEST(error_of(parse(long_prompt + "]}")).find("50") != std::string::npos);  // the context
+}
