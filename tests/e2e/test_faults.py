@@ -282,8 +282,18 @@ def in_small_tmpfs(cmd, tmpfs, size, keep):
     os.makedirs(tmpfs, exist_ok=True)
     os.makedirs(keep, exist_ok=True)
     env = dict(os.environ, T=tmpfs, K=keep)
-    return run(["unshare", "-m", "sh", "-c", script, "sh", size, tmpfs, keep, *cmd], check=False,
-               timeout=300, env=env)
+    p = run(["unshare", "-m", "sh", "-c", script, "sh", size, tmpfs, keep, *cmd], check=False,
+            timeout=300, env=env)
+    if "cannot change root filesystem propagation" not in p.stderr:
+        return p
+    # In a chroot (CI's fresh machine) "/" is not a mount point, so unshare
+    # cannot make it private: keep the namespace's propagation and undo the
+    # mounts explicitly (a bind mount makes the directory a private mount
+    # point first, so the tmpfs itself never shows outside).
+    script = ('mount --bind "$2" "$2" && mount --make-private "$2" || exit 99; '
+              'trap \'umount "$T" 2>/dev/null; umount "$T" 2>/dev/null\' EXIT; ' + script)
+    return run(["unshare", "-m", "--propagation", "unchanged", "sh", "-c", script, "sh", size, tmpfs, keep, *cmd],
+               check=False, timeout=300, env=env)
 
 
 def disk_full_case(ranks, mode, command="generate"):
