@@ -19,6 +19,7 @@
 #include "store/manifest.hpp"
 #include "store/model_store.hpp"
 #include "store/progress.hpp"
+#include "store/shard_reader.hpp"
 #include "store/shard_writer.hpp"
 #include "store/staging_dir.hpp"
 
@@ -141,7 +142,14 @@ void write_shard(const PlannedShard& s, const fs::path& dir, Manifest& m, Progre
     meter.item_done();
   }
   const uint64_t bytes = w.finish();
-  m.add_shard(ShardInfo{s.key.file, bytes, s.key.role, s.key.layer, s.key.expert_first, s.key.expert_last});
+  ShardInfo info{s.key.file, bytes, s.key.role, s.key.layer, s.key.expert_first, s.key.expert_last, std::nullopt};
+  {
+    std::vector<const TensorInfo*> ptrs;
+    for (const TensorInfo& i : infos) ptrs.push_back(&i);
+    const MappedFile written((dir / s.key.file).string());
+    info.metadata_checksum = shard_metadata_checksum(written.data(), written.size(), ptrs);
+  }
+  m.add_shard(std::move(info));
   for (TensorInfo& i : infos) m.add_tensor(std::move(i));
 }
 

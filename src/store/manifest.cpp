@@ -81,6 +81,7 @@ json Manifest::to_json() const {
     json e = {{"file", s.file}, {"bytes", s.bytes}, {"role", to_string(s.role)}};
     if (s.layer >= 0) e["layer"] = s.layer;
     if (s.expert_first >= 0) e["experts"] = {s.expert_first, s.expert_last};
+    if (s.metadata_checksum) e["metadata_checksum"] = checksum_string(*s.metadata_checksum);
     shards.push_back(std::move(e));
   }
   json tensors = json::object();
@@ -190,6 +191,11 @@ Manifest Manifest::from_json(const json& j, const std::string& source) {
       if (r.size() != 2 || r[0] > r[1]) f.fail("experts", "must be [first, last] with first <= last");
       s.expert_first = r[0];
       s.expert_last = r[1];
+    }
+    if (e.contains("metadata_checksum")) {
+      auto sum = parse_checksum(f.str("metadata_checksum"));
+      if (!sum) f.fail("metadata_checksum", "must be \"xxh64:\" and 16 lowercase hex digits");
+      s.metadata_checksum = *sum;
     }
     if (m.find_shard(s.file)) throw FormatError(where + ": listed twice");
     m.add_shard(std::move(s));

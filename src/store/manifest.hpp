@@ -23,6 +23,12 @@ struct ShardInfo {
   int64_t layer = -1;        // layer/experts/mtp roles
   int64_t expert_first = -1; // experts roles: inclusive range
   int64_t expert_last = -1;
+  // XXH64 of the file's bytes outside its tensors' data (HDF5's superblock,
+  // object headers, attributes), checked before libhdf5 parses any of it:
+  // libhdf5 has memory errors on crafted metadata (tests/fuzz/findings), so
+  // it only ever reads the metadata the converter wrote. Absent in manifests
+  // written before it existed (then not checked).
+  std::optional<uint64_t> metadata_checksum;
 };
 
 struct TensorInfo {

@@ -1,5 +1,7 @@
 #include "store/shard_reader.hpp"
 
+#include <algorithm>
+
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -76,9 +78,32 @@ std::string shard_file_problem(const std::string& path, const ShardInfo& shard) 
   return "";
 }
 
+uint64_t shard_metadata_checksum(const std::byte* file, size_t size, const std::vector<const TensorInfo*>& tensors) {
+  std::vector<std::pair<uint64_t, uint64_t>> data;  // [begin, end) of each tensor's bytes
+  for (const TensorInfo* t : tensors) data.emplace_back(t->offset, t->offset + t->nbytes);
+  std::sort(data.begin(), data.end());
+  Xxh64 h;
+  uint64_t at = 0;
+  for (const auto& [b, e] : data) {
+    const uint64_t begin = std::min<uint64_t>(b, size), end = std::min<uint64_t>(e, size);
+    if (begin > at) h.update(file + at, size_t(begin - at));
+    at = std::max(at, end);
+  }
+  if (at < size) h.update(file + at, size_t(size - at));
+  return h.digest();
+}
+
 std::vector<ShardProblem> check_shard(const std::string& path, const ShardInfo& shard,
                                       const std::vector<const TensorInfo*>& tensors) {
   if (std::string p = shard_file_problem(path, shard); !p.empty()) return {{"", p}};
+  if (shard.metadata_checksum) {
+    const MappedFile f(path);
+    const uint64_t h = shard_metadata_checksum(f.data(), f.size(), tensors);
+    if (h != *shard.metadata_checksum)
+      return {{"", "HDF5 metadata changed since conversion: it hashes to " + checksum_string(h) +
+                       ", manifest.json says " + checksum_string(*shard.metadata_checksum) +
+                       " (refused before the HDF5 library parses it)"}};
+  }
   Hdf5Session s;
   H5Id fapl = shard_file_access();
   H5Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.valid() ? fapl.get() : H5P_DEFAULT), H5Fclose);

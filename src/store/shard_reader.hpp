@@ -45,6 +45,10 @@ class MappedShard {
 // opening them). Returns "" when the file exists with the manifest's size.
 std::string shard_file_problem(const std::string& path, const ShardInfo& shard);
 
+// XXH64 over a shard file's bytes outside the data ranges of `tensors` (its
+// HDF5 metadata), in file order (ShardInfo::metadata_checksum).
+uint64_t shard_metadata_checksum(const std::byte* file, size_t size, const std::vector<const TensorInfo*>& tensors);
+
 // Hashes a mapped tensor and compares with the manifest; throws FormatError
 // naming the tensor and the file on mismatch.
 void verify_checksum(const std::string& path, const TensorInfo& t, const std::byte* data);

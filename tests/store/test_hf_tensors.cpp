@@ -73,7 +73,7 @@ Manifest manifest_of(const ModelConfig& cfg, const std::vector<ExpectedTensor>& 
   for (const ExpectedTensor& e : table) {
     if (e.attribute_only) continue;
     ShardKey k = shard_for(e.role, e.layer, e.expert, cfg, 32);
-    if (!seen[k.file]) m.add_shard(ShardInfo{k.file, 0, k.role, k.layer, k.expert_first, k.expert_last});
+    if (!seen[k.file]) m.add_shard(ShardInfo{k.file, 0, k.role, k.layer, k.expert_first, k.expert_last, std::nullopt});
     seen[k.file] = true;
     TensorInfo t{e.name, k.file, e.dtypes.front(), e.shape, 0, 0, 0, {}};
     if (e.name.ends_with(".weight_packed")) t.weight_shape = {e.shape[0], e.shape[1] * 8};

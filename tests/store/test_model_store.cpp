@@ -17,6 +17,7 @@
 #include "store/manifest.hpp"
 #include "store/model_store.hpp"
 #include "expect_error.hpp"
+#include "store/shard_reader.hpp"
 #include "synthetic_hf.hpp"
 
 using namespace trillion;
@@ -80,6 +81,13 @@ BOOST_AUTO_TEST_CASE(damaged_superblock) {
   Model m;
   const std::string file = m.dir + "/layer-001.h5";
   m.poke(file, 0, std::string(64, '\0'));
+  // The metadata checksum refuses it before libhdf5 reads a byte of it.
+  expect_error<FormatError>([&] { ModelStore::open(m.dir)->tensor("model.layers.1.input_layernorm.weight"); },
+                            {file, "HDF5 metadata changed since conversion", "manifest.json says"});
+  // A manifest from before metadata checksums: libhdf5's own check answers.
+  m.edit_manifest([](nlohmann::json& j) {
+    for (auto& s : j["shards"]) s.erase("metadata_checksum");
+  });
   auto store = ModelStore::open(m.dir);
   expect_error<FormatError>([&] { store->tensor("model.layers.1.input_layernorm.weight"); },
                             {file, "not a readable HDF5 file"});
@@ -88,6 +96,28 @@ BOOST_AUTO_TEST_CASE(damaged_superblock) {
   BOOST_REQUIRE(r.problems.size() == 1u);
   BOOST_TEST(r.problems[0].file == file);
   BOOST_TEST(r.problems[0].tensor.empty());
+}
+
+// A changed attribute (metadata, outside every tensor's bytes) is refused by
+// the metadata checksum; tensor bytes are the per-tensor checksums' job.
+BOOST_AUTO_TEST_CASE(changed_metadata_is_refused_before_hdf5_parses_it) {
+  Model m;
+  const std::string file = m.path_of(kExpert);
+  const Manifest man = Manifest::read(m.dir + "/manifest.json");
+  const ShardInfo* info = man.find_shard(kExpertShard);
+  BOOST_REQUIRE(info && info->metadata_checksum);
+  std::vector<const TensorInfo*> ts = man.tensors_of(kExpertShard);
+  {
+    const MappedFile f(file);
+    BOOST_TEST(shard_metadata_checksum(f.data(), f.size(), ts) == *info->metadata_checksum);
+  }
+  // The byte before the first tensor's data is HDF5's (metadata or its
+  // alignment padding), never a tensor's: change it.
+  uint64_t first = fs::file_size(file);
+  for (const TensorInfo* t : ts) first = std::min(first, t->offset);
+  BOOST_REQUIRE(first > 0);
+  m.poke(file, first - 1, "\x77");
+  expect_error<FormatError>([&] { ModelStore::open(m.dir)->tensor(kExpert); }, {file, "HDF5 metadata changed"});
 }
 
 BOOST_AUTO_TEST_CASE(truncated_shard) {
@@ -123,7 +153,10 @@ BOOST_AUTO_TEST_CASE(manifest_disagreeing_with_the_shard) {
                             {file, kExpert, "checksum attribute"});
 
   Model m2;
-  m2.edit_manifest([](nlohmann::json& j) { j["tensors"][kExpert]["offset"] = 4096; });
+  m2.edit_manifest([](nlohmann::json& j) {
+    j["tensors"][kExpert]["offset"] = 4096;
+    for (auto& s : j["shards"]) s.erase("metadata_checksum");  // else that check answers first
+  });
   expect_error<FormatError>([&] { ModelStore::open(m2.dir)->tensor(kExpert); },
                             {m2.dir + "/" + kExpertShard, kExpert, "offset"});
 }
