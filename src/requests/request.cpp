@@ -22,7 +22,9 @@ struct LineParser {
   LineParser(const JsonlLine& line, bool allow_openai) {
     try {
       j = json::parse(line.text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+      // parse_error, and out_of_range for a number too large for a double
+      // (1e5555...: found by fuzz_request), are both a bad line.
       throw std::string("not valid JSON: ") + e.what();
     }
     if (!j.is_object()) throw std::string("a request must be a JSON object");

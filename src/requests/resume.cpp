@@ -41,7 +41,7 @@ FinishedResults recover_results(const std::string& path) {
     nlohmann::json rec;
     try {
       rec = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error&) {
+    } catch (const nlohmann::json::exception&) {  // parse_error, or out_of_range for 1e99999
     }
     if (!rec.is_object())
       throw InputError(path + " line " + std::to_string(number) +
