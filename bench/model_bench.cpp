@@ -412,7 +412,7 @@ int run(int argc, char** argv) {
   std::printf("compute path: %s\n", to_string(act));
   // As a run does (app/cluster.cpp): FP8 models on the int8 path read their linears as int8 groups.
   Int8FromFp8Source int8(*store, &pool);
-  TensorSource& weights = act == Activations::int8 && store->manifest().weight_format == WeightFormat::fp8_block
+  TensorSource& weights = requantizes_fp8(act, store->manifest().weight_format)
                               ? static_cast<TensorSource&>(int8)
                               : *store;
   Bench bench(cfg, weights, pool, act);

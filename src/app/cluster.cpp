@@ -86,7 +86,7 @@ void Cluster::set_up() {
     double memory = physical_memory_bytes() / ranks_on_host;
     // FP8 on the int8 path holds its linears again as int8 groups (anonymous
     // memory, unlike the mapped FP8 pages): they come out of the same share.
-    if (act == Activations::int8 && store_->manifest().weight_format == WeightFormat::fp8_block) {
+    if (requantizes_fp8(act, store_->manifest().weight_format)) {
       const double copy =
           double(share_int8_copy_bytes(cfg, store_->manifest(), layout_.ranks.at(size_t(env_->rank()))));
       if (memory > 0 && copy >= memory)
@@ -110,7 +110,7 @@ void Cluster::set_up() {
   env_->check_all(error.empty(), error);
   if (env_->rank() == 0) fault_point("load");
   TensorSource* weights = store_.get();
-  if (shape.activations == Activations::int8 && store_->manifest().weight_format == WeightFormat::fp8_block) {
+  if (requantizes_fp8(shape.activations, store_->manifest().weight_format)) {
     int8_weights_ = std::make_unique<Int8FromFp8Source>(*store_, pool_.get());
     weights = int8_weights_.get();
   }

@@ -82,17 +82,18 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
     // A request that cannot be turned into its record (its text, its
     // logprobs) fails alone; a write that fails (a full disk) ends the job.
     nlohmann::json record;
+    std::string failure = r.error;
     try {
       record = result_record(r, ctx);
     } catch (const std::exception& e) {
       GenerationResult bad = r;
-      bad.error = std::string("cannot format the result: ") + e.what();
+      bad.error = failure = std::string("cannot format the result: ") + e.what();
       record = result_record(bad, ctx);
     }
-    if (record.contains("error") && !record["error"].is_null()) {
+    if (!failure.empty()) {
       ++files.failed;
       std::fprintf(stderr, "%s: request \"%s\" (line %lld) failed: %s\n", paths.command, r.request->id.c_str(),
-                   (long long)r.request->line, record["error"]["message"].get<std::string>().c_str());
+                   (long long)r.request->line, failure.c_str());
     }
     files.write(record);
     generated += completion;

@@ -88,7 +88,7 @@ int run_plan(const Args& args) {
                              {"head", s.layers.has_head},
                              {"experts", {s.experts.begin, s.experts.end - 1}},
                              {"weight_bytes", share_bytes(cfg, man, s)},
-                             {"int8_copy_bytes", act == Activations::int8 ? share_int8_copy_bytes(cfg, man, s) : 0},
+                             {"int8_copy_bytes", requantizes_fp8(act, man.weight_format) ? share_int8_copy_bytes(cfg, man, s) : 0},
                              {"kv_cache_bytes", kv},
                              {"files", files}});
   }
@@ -103,7 +103,7 @@ int run_plan(const Args& args) {
                                        ? "int8 (activations quantized to int8, integer dot products with INT8/INT4 "
                                          "weights, FP8 ones requantized to int8 at load; BF16 and the router in float32)"
                                        : "f32 (float32 activations and accumulation: exact)");
-  const bool copies = act == Activations::int8 && man.weight_format == WeightFormat::fp8_block;
+  const bool copies = requantizes_fp8(act, man.weight_format);
   if (copies)
     std::printf("FP8 weights on the int8 path: each rank also holds its FP8 linears as int8 groups (\"int8 copy\")\n");
   std::printf("\n%-5s %-14s %-12s %-6s %-5s %-10s %-14s %-14s %s%s\n", "rank", "host", "layers", "embed", "head",

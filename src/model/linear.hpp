@@ -23,6 +23,11 @@ const char* to_string(Activations a);
 // int8 for INT8 and INT4 models, as in every peer engine, and f32 for BF16
 // and FP8 (measured faster on f32 here: linear.cpp); "f32" and "int8" as given.
 Activations resolve_activations(const std::string& flag, WeightFormat f);
+// Whether a model stored as `f` on path `a` reads its FP8 linears as int8
+// copies (store/int8_source.hpp), which cost memory of their own.
+inline bool requantizes_fp8(Activations a, WeightFormat f) {
+  return a == Activations::int8 && f == WeightFormat::fp8_block;
+}
 
 // y[n, W.rows] = x[n, W.cols] . W^T, output rows over the pool's threads.
 void linear(const QMatrix& W, const float* x, int64_t n, float* y, Activations a, ThreadPool& pool);
