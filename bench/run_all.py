@@ -12,6 +12,8 @@ bench-sized model end to end, as one table (and JSON).
            weight bytes touched per step / step time / bandwidth, and FLOP/s /
            peak; FP8, INT4 and INT8 once per compute path (rows int4 / int4xq8:
            --activations f32 / int8).
+  attention bench_attention: MLA decode attention over 4k and 16k cached
+           positions (16 and 128 heads): cache GB/s of the bandwidth
 Targets (issue 5) are printed as ratios next to their goal, never asserted.
 Everything runs on one machine in one go: compare ratios, not absolute
 figures, when other jobs share the cores.
@@ -38,6 +40,7 @@ ap.add_argument("--activations", default="both", choices=("both", "f32", "int8")
 ap.add_argument("--batches", default="1,4,16,64")
 ap.add_argument("--quick", action="store_true", help="fewer steps, shorter prompts (about a third of the time)")
 ap.add_argument("--skip-kernels", action="store_true")
+ap.add_argument("--skip-attention", action="store_true", help="skip the long-context attention bench")
 ap.add_argument("--bandwidth", type=float, help="use this read GB/s as the limit instead of the measured one")
 ap.add_argument("--peak", type=float, help="use this FMA GFLOP/s as the limit instead of the measured one")
 ap.add_argument("--json", default=None, help="write every figure here")
@@ -201,6 +204,31 @@ for key, fmt, act in model_runs():
                 checks["b16_over_b1_at_peak"] = float(peak) / flop_per_token / dec[1]["tokens_per_s"]
     m["targets"] = checks
     result["model"][key] = m
+
+# ---- decode attention at long context (bench_attention): the compressed cache streamed
+# per second for the bench model's 16 heads and DeepSeek-V3's 128, with the roofline's verdict
+if not args.skip_attention:
+    result["attention"] = []
+    ctxs, bats = ("4096", "1") if args.quick else ("4096,16384", "1,8")
+    print(f"\ndecode attention at long context ({args.threads} threads): cache GB/s and fraction of {bw:.1f} GB/s "
+          f"(goal 70%), GFLOP/s and fraction of {peak:.0f}")
+    print(f"{'heads':>5} {'context':>8} {'batch':>5} {'kernel':8} {'ms/layer':>9} {'GB/s':>6} {'of BW':>6} "
+          f"{'GFLOP/s':>8} {'of pk':>6} {'ceiling':>8}")
+    for heads in (16, 128):
+        out = sh([os.path.join(bench_dir, "bench_attention"), "--heads", heads, "--contexts", ctxs, "--batches",
+                  "1" if heads == 128 else bats, "--threads", args.threads, "--reps", 2 if args.quick else 3,
+                  "--read-gbps", bw, "--peak-gflops", peak, "--json"]).stdout
+        for line in out.splitlines():
+            r = json.loads(line)
+            # Compute-bound above the ridge: the most of the bandwidth this step can use.
+            intensity = heads * (4 * 512 + 2 * 64) / (4 * (512 + 64))
+            r["bandwidth_ceiling"] = min(1.0, peak / bw / intensity)
+            result["attention"].append(r)
+            print(f"{heads:5} {r['context']:8} {r['batch']:5} {r['kernel']:8} {r['seconds'] * 1e3:9.2f} "
+                  f"{r['gbps']:6.1f} {pct(r['of_bandwidth']):>6} {r['gflops']:8.1f} {pct(r['of_peak']):>6} "
+                  f"{pct(r['bandwidth_ceiling']):>8}", flush=True)
+    print("(ceiling: the share of the bandwidth the step can reach at the FMA peak, its FLOP per cache byte being "
+          "H(4r+2rope)/(4(r+rope)): 15.1 at 16 heads, 121 at 128)")
 
 # ---- the issue's targets, as measured ratios next to their goals
 print("\ntargets (measured / goal):")

@@ -5,6 +5,7 @@
 
 #include "kernels/matmul.hpp"
 #include "model/linear.hpp"
+#include "model/mla_attend.hpp"
 #include "kernels/vector_ops.hpp"
 
 namespace trillion {
@@ -59,28 +60,6 @@ void write_cache(const ModelConfig& cfg, const Dims& D, const AttentionWeights& 
   }
 }
 
-// ctx[r] = sum_j softmax(score)_j c_kv_j over the row's positions 0..pos.
-// The cache is paged: positions are visited block by block, in increasing
-// order, so every sum sees its terms in the same order as with one array.
-void attend_row(const Dims& D, const Step& step, int64_t layer, float scale, const TokenRow& row,
-                const float* q_lat, const float* q_pe, std::vector<float>& scores, float* ctx) {
-  constexpr int64_t B = KvCache::kBlockTokens;
-  const int64_t len = int64_t(row.pos) + 1;
-  scores.resize(size_t(len));
-  for (int64_t b0 = 0; b0 < len; b0 += B) {
-    const float* c_kv = step.cache.c_kv_block(row.slot, layer, int32_t(b0));  // [B, r]
-    const float* k_pe = step.cache.k_pe_block(row.slot, layer, int32_t(b0));  // [B, rope]
-    for (int64_t j = 0; j < std::min(B, len - b0); ++j)
-      scores[size_t(b0 + j)] = (dot(q_lat, c_kv + j * D.r, D.r) + dot(q_pe, k_pe + j * D.rope, D.rope)) * scale;
-  }
-  softmax(scores.data(), len);
-  std::fill_n(ctx, D.r, 0.0f);
-  for (int64_t b0 = 0; b0 < len; b0 += B) {
-    const float* c_kv = step.cache.c_kv_block(row.slot, layer, int32_t(b0));
-    for (int64_t j = 0; j < std::min(B, len - b0); ++j) axpy(scores[size_t(b0 + j)], c_kv + j * D.r, ctx, D.r);
-  }
-}
-
 }  // namespace
 
 void attention_forward(const ModelConfig& cfg, const AttentionWeights& w, int64_t layer, const Step& step,
@@ -91,21 +70,27 @@ void attention_forward(const ModelConfig& cfg, const AttentionWeights& w, int64_
   const std::vector<float> q = project_queries(cfg, D, w, layer, step, x);  // [n, H, nope + rope]
   write_cache(cfg, D, w, layer, step, x);
 
-  std::vector<float> heads(size_t(n * D.H * D.v));  // [n, H*v] per-head outputs, o_proj's input
+  // q_lat [H, n, r] = per head, q_nope . W_UK; then every head's softmax over
+  // the cache at once (mla_attend.hpp); then o_h [n, v] = ctx . W_UV^T.
+  std::vector<float> q_lat(size_t(D.H * n * D.r)), ctx(size_t(D.H * n * D.r));
   step.pool.parallel_for(D.H, 1, [&](int64_t h0, int64_t h1) {
-    std::vector<float> q_nope(size_t(n * D.nope)), q_lat(size_t(n * D.r)), ctx(size_t(n * D.r)), scores;
+    std::vector<float> q_nope(size_t(n * D.nope));
     for (int64_t h = h0; h < h1; ++h) {
       for (int64_t t = 0; t < n; ++t)  // q_nope [n, nope] of head h
         std::copy_n(&q[size_t((t * D.H + h) * D.qk)], D.nope, &q_nope[size_t(t * D.nope)]);
-      const QMatrix w_uk = w.kv_b.row_range(h * (D.nope + D.v), D.nope);     // [nope, r]
-      const QMatrix w_uv = w.kv_b.row_range(h * (D.nope + D.v) + D.nope, D.v);  // [v, r]
-      matmul_t_serial(w_uk, q_nope.data(), n, q_lat.data());  // q_lat [n, r] = q_nope . W_UK
-      for (int64_t t = 0; t < n; ++t)
-        attend_row(D, step, layer, scale, step.batch.rows[size_t(t)], &q_lat[size_t(t * D.r)],
-                   &q[size_t((t * D.H + h) * D.qk + D.nope)], scores, &ctx[size_t(t * D.r)]);
+      const QMatrix w_uk = w.kv_b.row_range(h * (D.nope + D.v), D.nope);  // [nope, r]
+      matmul_t_serial(w_uk, q_nope.data(), n, &q_lat[size_t(h * n * D.r)]);
+    }
+  });
+  mla_attend(MlaShape{D.H, D.r, D.rope, scale}, step.cache, layer, step.batch, q_lat.data(), q.data() + D.nope,
+             D.H * D.qk, D.qk, ctx.data(), step.pool);
+  std::vector<float> heads(size_t(n * D.H * D.v));  // [n, H*v] per-head outputs, o_proj's input
+  step.pool.parallel_for(D.H, 1, [&](int64_t h0, int64_t h1) {
+    for (int64_t h = h0; h < h1; ++h) {
       // W_UV, like W_UK above, stays exact on every path: the absorbed form's
       // per-head products are small, and the reference has no such activation.
-      matmul_serial(w_uv, ctx.data(), n, &heads[size_t(h * D.v)], D.H * D.v);  // o_h [n, v] = ctx . W_UV^T
+      const QMatrix w_uv = w.kv_b.row_range(h * (D.nope + D.v) + D.nope, D.v);  // [v, r]
+      matmul_serial(w_uv, &ctx[size_t(h * n * D.r)], n, &heads[size_t(h * D.v)], D.H * D.v);
     }
   });
   step.dump.dump(layer, "attn_heads", heads.data(), {n, D.H * D.v});

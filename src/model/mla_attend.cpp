@@ -1,0 +1,129 @@
+#include "model/mla_attend.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/vector_ops.hpp"
+
+namespace trillion {
+namespace {
+
+constexpr int64_t kBlock = KvCache::kBlockTokens;
+static_assert(kMlaChunk % kBlock == 0, "a chunk is whole cache blocks");
+// Partial results held at once (bounds memory for long rows in big batches;
+// rows are grouped under it, which changes nothing in any row's arithmetic).
+constexpr int64_t kPartialBudgetBytes = int64_t(64) << 20;
+
+struct Item {
+  int64_t t;   // row
+  int64_t j0;  // first position of the chunk
+  int64_t j1;  // one past its last
+};
+
+// A chunk's contribution for every head: local max m, sum of exp(score - m)
+// (double, position order), and acc = sum_j exp(score_j - m) c_kv_j.
+struct Partials {
+  std::vector<float> m, acc;  // [items, H], [items, H, r]
+  std::vector<double> l;      // [items, H]
+};
+
+void run_item(const MlaShape& s, const KvCache& cache, int64_t layer, const Batch& batch, const float* q_lat,
+              const float* q_pe, int64_t pe_row, int64_t pe_head, const Item& it, int64_t n, std::vector<float>& sc,
+              float* m, double* l, float* acc) {
+  const TokenRow row = batch.rows[size_t(it.t)];
+  const int64_t len = it.j1 - it.j0, H = s.heads, r = s.r, rope = s.rope;
+  sc.resize(size_t(H * kMlaChunk));
+  // Scores: block by block, every head while the block is hot.
+  for (int64_t b0 = it.j0; b0 < it.j1; b0 += kBlock) {
+    const float* c_kv = cache.c_kv_block(row.slot, layer, int32_t(b0));  // [kBlock, r]
+    const float* k_pe = cache.k_pe_block(row.slot, layer, int32_t(b0));  // [kBlock, rope]
+    const int64_t nb = std::min(kBlock, it.j1 - b0);
+    for (int64_t h = 0; h < H; ++h) {
+      const float* ql = q_lat + (h * n + it.t) * r;
+      const float* qp = q_pe + it.t * pe_row + h * pe_head;
+      float* out = &sc[size_t(h * kMlaChunk + (b0 - it.j0))];
+      for (int64_t j = 0; j < nb; ++j) out[j] = (dot(ql, c_kv + j * r, r) + dot(qp, k_pe + j * rope, rope)) * s.scale;
+    }
+  }
+  for (int64_t h = 0; h < H; ++h) {
+    float* p = &sc[size_t(h * kMlaChunk)];
+    float mx = p[0];
+    for (int64_t j = 1; j < len; ++j) mx = p[j] > mx ? p[j] : mx;
+    double sum = 0.0;
+    for (int64_t j = 0; j < len; ++j) {
+      p[j] = std::exp(p[j] - mx);
+      sum += p[j];
+    }
+    m[h] = mx;
+    l[h] = sum;
+  }
+  std::fill_n(acc, H * r, 0.0f);
+  for (int64_t b0 = it.j0; b0 < it.j1; b0 += kBlock) {
+    const float* c_kv = cache.c_kv_block(row.slot, layer, int32_t(b0));
+    const int64_t nb = std::min(kBlock, it.j1 - b0);
+    for (int64_t h = 0; h < H; ++h) {
+      const float* p = &sc[size_t(h * kMlaChunk + (b0 - it.j0))];
+      for (int64_t j = 0; j < nb; ++j) axpy(p[j], c_kv + j * r, acc + h * r, r);
+    }
+  }
+}
+
+// ctx of row t from its chunks [c0, c1), merged in chunk order.
+void merge_row(const MlaShape& s, const Partials& P, int64_t c0, int64_t c1, int64_t t, int64_t n, float* ctx) {
+  const int64_t H = s.heads, r = s.r;
+  for (int64_t h = 0; h < H; ++h) {
+    float M = P.m[size_t(c0 * H + h)];
+    for (int64_t c = c0 + 1; c < c1; ++c) M = std::max(M, P.m[size_t(c * H + h)]);
+    double L = 0.0;
+    for (int64_t c = c0; c < c1; ++c) L += double(std::exp(P.m[size_t(c * H + h)] - M)) * P.l[size_t(c * H + h)];
+    float* out = ctx + (h * n + t) * r;
+    std::fill_n(out, r, 0.0f);
+    for (int64_t c = c0; c < c1; ++c) {
+      const float w = float(double(std::exp(P.m[size_t(c * H + h)] - M)) / L);
+      axpy(w, &P.acc[size_t((c * H + h) * r)], out, r);
+    }
+  }
+}
+
+}  // namespace
+
+void mla_attend(const MlaShape& s, const KvCache& cache, int64_t layer, const Batch& batch, const float* q_lat,
+                const float* q_pe, int64_t pe_row, int64_t pe_head, float* ctx, ThreadPool& pool) {
+  const int64_t n = batch.size(), H = s.heads, r = s.r;
+  const int64_t item_bytes = H * (r * int64_t(sizeof(float)) + int64_t(sizeof(float) + sizeof(double)));
+  const int64_t max_items = std::max<int64_t>(1, kPartialBudgetBytes / item_bytes);
+  Partials P;
+  std::vector<Item> items;
+  std::vector<int64_t> first;  // [rows of the group + 1]: each row's first item
+  for (int64_t t0 = 0; t0 < n;) {
+    // A group of rows whose chunks fit the budget (at least one row).
+    items.clear();
+    first.assign(1, 0);
+    int64_t t1 = t0;
+    while (t1 < n) {
+      const int64_t len = int64_t(batch.rows[size_t(t1)].pos) + 1;
+      const int64_t chunks = (len + kMlaChunk - 1) / kMlaChunk;
+      if (t1 > t0 && int64_t(items.size()) + chunks > max_items) break;
+      for (int64_t j0 = 0; j0 < len; j0 += kMlaChunk) items.push_back({t1, j0, std::min(len, j0 + kMlaChunk)});
+      first.push_back(int64_t(items.size()));
+      ++t1;
+    }
+    const int64_t ni = int64_t(items.size());
+    P.m.resize(size_t(ni * H));
+    P.l.resize(size_t(ni * H));
+    P.acc.resize(size_t(ni * H * r));
+    pool.parallel_for(ni, 1, [&](int64_t i0, int64_t i1) {
+      std::vector<float> sc;
+      for (int64_t i = i0; i < i1; ++i)
+        run_item(s, cache, layer, batch, q_lat, q_pe, pe_row, pe_head, items[size_t(i)], n, sc, &P.m[size_t(i * H)],
+                 &P.l[size_t(i * H)], &P.acc[size_t(i * H * r)]);
+    });
+    pool.parallel_for(t1 - t0, 1, [&](int64_t a, int64_t b) {
+      for (int64_t k = a; k < b; ++k) merge_row(s, P, first[size_t(k)], first[size_t(k + 1)], t0 + k, n, ctx);
+    });
+    t0 = t1;
+  }
+}
+
+}  // namespace trillion
