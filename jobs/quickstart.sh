@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # The README's first command: on a fresh Debian/Ubuntu machine, install the
-# dependencies, build trillion, generate a small synthetic DeepSeek-V3-style
-# checkpoint in FP8 (the `demo` preset: DeepSeek-V3's real vocabulary, with its
-# real tokenizer and chat template copied in), convert it to HDF5, and run a
-# batch of text, chat and token-id prompts under mpirun on 2 ranks.
-# The weights are random: the text it writes is gibberish, the machinery is real.
+# dependencies, build trillion, convert the bundled trained model (models/kjv:
+# a 10 M-parameter model of the exact DeepSeek-V3 architecture trained here on
+# the King James Bible, in DeepSeek's native FP8 layout, with its own BPE
+# tokenizer and chat template; tools/train) to HDF5, and run a batch of text,
+# chat, sampled and token-id prompts under mpirun on 2 ranks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
 RANKS=${RANKS:-2}
 WORK=${WORK:-work/quickstart}
 
@@ -17,20 +16,19 @@ cmake -B build >/dev/null
 cmake --build build -j "$(nproc)" --target trillion
 
 mkdir -p "$WORK"
-if [ ! -f "$WORK/model/manifest.json" ] || [ ! -f "$WORK/model/tokenizer.json" ]; then
-  rm -rf "$WORK/hf" "$WORK/model"
-  $PY tools/synth/make_checkpoint.py --preset demo --format fp8 --seed 0 --output "$WORK/hf" --quiet
-  cp tests/fixtures/tokenizers/deepseek-v3/tokenizer.json tests/fixtures/tokenizers/deepseek-v3/tokenizer_config.json "$WORK/hf/"
-  build/trillion convert --input "$WORK/hf" --output "$WORK/model"
+MODEL=${MODEL:-models/kjv}
+if [ ! -f "$WORK/model/manifest.json" ] || [ "$MODEL/config.json" -nt "$WORK/model/manifest.json" ]; then
+  rm -rf "$WORK/model"
+  build/trillion convert --input "$MODEL" --output "$WORK/model"
 fi
 build/trillion plan --model "$WORK/model" --ranks "$RANKS"
 
 cat > "$WORK/prompts.jsonl" <<'JSONL'
-{"id": "text", "prompt": "The capital of France is", "max_tokens": 12}
-{"id": "chat", "messages": [{"role": "user", "content": "Name a prime number."}], "max_tokens": 12}
-{"id": "sampled", "prompt": "Once upon a time", "max_tokens": 16, "temperature": 0.8, "top_p": 0.95, "seed": 7}
-{"id": "ids", "prompt_token_ids": [0, 17, 42, 99, 7], "max_tokens": 8}
-{"custom_id": "openai-1", "method": "POST", "url": "/v1/chat/completions", "body": {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello!"}], "max_tokens": 8}}
+{"id": "text", "prompt": "In the beginning God created", "max_tokens": 24, "temperature": 0}
+{"id": "chat", "messages": [{"role": "user", "content": "Who led the children of Israel out of Egypt?"}], "max_tokens": 24, "temperature": 0}
+{"id": "sampled", "prompt": "And it came to pass", "max_tokens": 32, "temperature": 0.8, "top_p": 0.95, "seed": 7}
+{"id": "ids", "prompt_token_ids": [0, 300, 301, 302], "max_tokens": 12}
+{"custom_id": "openai-1", "method": "POST", "url": "/v1/chat/completions", "body": {"messages": [{"role": "system", "content": "Answer as the scripture does."}, {"role": "user", "content": "What is love?"}], "max_tokens": 24, "temperature": 0}}
 JSONL
 
 mpirun --oversubscribe -np "$RANKS" build/trillion generate \
