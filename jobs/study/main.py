@@ -129,12 +129,16 @@ def main(argv=None):
             why = cluster.available()
             if why:
                 raise StudyError(f"network namespaces are not available here ({why}); run as root on Linux")
-            done, skipped = sweep.run(cfg, points, log, stop=lambda: bool(stopping))
-            log(f"{done} point(s) measured now, {skipped} skipped (measured before), {len(points)} in the study")
+            done, skipped, failed = sweep.run(cfg, points, log, stop=lambda: bool(stopping))
+            log(f"{done} point(s) measured now, {skipped} skipped (measured before), {len(failed)} failed, "
+                f"{len(points)} in the study")
             if stopping:
                 log("stopped before the end: rerun the same command to resume")
                 return 3
         finish(cfg, points, command, log)
+        if not a.collect_only and failed:
+            log(f"{len(failed)} point(s) failed (the report leaves them out); rerun the same command to retry them")
+            return 1
         return 0
     except (StudyError, cluster.ClusterError, RuntimeError) as e:
         log(f"error: {e}")

@@ -17,7 +17,10 @@ import sys
 from . import cluster
 from .points import point_id
 
-MEASURED = "measured"
+
+
+class PointFailed(Exception):
+    pass
 
 
 def point_dir(study, p):
@@ -72,9 +75,26 @@ def run_point(cfg, p, net, log):
         os.path.abspath(cfg["trillion"]), os.path.abspath(cfg["model"]), p, d, cfg["threads"])
     log(f"point {point_id(p)}")
     with open(os.path.join(d, "generate.log"), "w") as err:
-        proc = subprocess.run(cmd, stdout=err, stderr=subprocess.STDOUT, timeout=cfg["point_timeout"])
-    if proc.returncode != 0 or not measured(cfg["study"], p):
-        raise RuntimeError(f"point {point_id(p)} failed (exit {proc.returncode}); see {d}/generate.log")
+        proc = subprocess.Popen(cmd, stdout=err, stderr=subprocess.STDOUT)
+        try:
+            rc = proc.wait(timeout=cfg["point_timeout"])
+        except subprocess.TimeoutExpired:
+            # SIGTERM first: mpirun stops its ranks on every host (a SIGKILL
+            # would leave them running in the namespaces), then SIGKILL.
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            raise PointFailed(f"point {point_id(p)}: no result within --point-timeout {cfg['point_timeout']} s; "
+                              f"see {d}/generate.log") from None
+        except BaseException:  # Ctrl-C: the point's ranks go with the study
+            proc.terminate()
+            proc.wait()
+            raise
+    if rc != 0 or not measured(cfg["study"], p):
+        raise PointFailed(f"point {point_id(p)} failed (exit {rc}); see {d}/generate.log")
 
 
 def plan_args(cfg, p):
@@ -117,12 +137,14 @@ def predict(cfg, p, log):
 
 def run(cfg, points, log=lambda s: print(s, file=sys.stderr, flush=True), stop=lambda: False):
     """Measures the points not yet measured, one link's cluster at a time;
-    the cluster is torn down whatever happens. -> (measured now, skipped)."""
+    the cluster is torn down whatever happens. A point that fails is logged
+    and left unmeasured (the next run tries it again); the others go on.
+    -> (measured now, skipped, failed messages)."""
     todo = [p for p in points if not measured(cfg["study"], p)]
     skipped = len(points) - len(todo)
     if skipped:
         log(f"{skipped} point(s) already measured: skipped")
-    done = 0
+    done, failed = 0, []
     by_link = {}
     for p in todo:
         by_link.setdefault(p.link, []).append(p)
@@ -135,9 +157,13 @@ def run(cfg, points, log=lambda s: print(s, file=sys.stderr, flush=True), stop=l
         try:
             for p in pts:
                 if stop():
-                    return done, skipped
-                run_point(cfg, p, net, log)
-                done += 1
+                    return done, skipped, failed
+                try:
+                    run_point(cfg, p, net, log)
+                    done += 1
+                except PointFailed as e:
+                    log(str(e))
+                    failed.append(str(e))
         finally:
             cluster.down(cfg["prefix"])
-    return done, skipped
+    return done, skipped, failed

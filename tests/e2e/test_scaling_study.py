@@ -80,4 +80,17 @@ f.check(p2.returncode == 0 and "2 point(s) already measured: skipped" in p2.stde
 p3 = subprocess.run(cmd[:-4] + ["--tokens", "9", "--name", NAME], capture_output=True, text=True, timeout=60)
 f.check(p3.returncode == 1 and "tokens 8 (now 9)" in p3.stderr, f"a mismatched rerun is refused: {p3.stderr[-800:]}")
 f.check(not cluster.namespaces(NAME), "no namespace left after the reruns")
+
+# A point that overruns --point-timeout fails alone: it is stopped (its ranks
+# too), logged, left unmeasured; the study exits 1 after reporting the rest.
+slow = cmd[:cmd.index("--batches")] + ["--batches", "2,3"] + cmd[cmd.index("--batches") + 2:]
+slow[slow.index("--point-timeout") + 1] = "0.5"
+p4 = subprocess.run(slow, capture_output=True, text=True, timeout=300)
+f.check(p4.returncode == 1 and "no result within --point-timeout 0.5 s" in p4.stderr and
+        "2 point(s) failed" in p4.stderr, f"overrunning points fail alone: {p4.stderr[-1500:]}")
+left = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+f.check(study not in left, "no process of the study is left running")
+f.check(not cluster.namespaces(NAME), "no namespace left after the failed points")
+with open(os.path.join(study, "study.csv"), newline="") as fp:
+    f.check(sorted(r["point"] for r in csv.DictReader(fp)) == sorted(ids), "the CSV keeps the measured points only")
 f.finish()
