@@ -100,7 +100,9 @@ def run_point(cfg, p, net, log):
 def plan_args(cfg, p):
     args = [cfg["trillion"], "plan", "--model", cfg["model"], "--ranks", str(p.ranks),
             "--parallel", "pipeline" if p.mode == "single" else p.mode, "--batch", str(p.batch),
-            "--micro-batches", str(p.micro_batches), "--threads", str(cfg["threads"]), "--json"]
+            "--threads", str(cfg["threads"]), "--json"]
+    if p.micro_batches:  # 0: plan's default, one per stage, as generate's
+        args += ["--micro-batches", str(p.micro_batches)]
     if cfg.get("host_profile"):
         args += ["--profile", cfg["host_profile"]]
     if p.link != "none":

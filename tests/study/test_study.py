@@ -14,7 +14,7 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "jobs"))
-from study import collect, plots, report  # noqa: E402
+from study import collect, plots, report, sweep  # noqa: E402
 from study.points import Point, StudyError, grid, point_id, positive_ints  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "study")
@@ -60,6 +60,29 @@ class Grid(unittest.TestCase):
             positive_ints("1,x", "--ranks")
         with self.assertRaisesRegex(StudyError, "batches must be >= 1"):
             grid([1], ["pipeline"], [0], [0], ["a"])
+
+
+class Plan(unittest.TestCase):
+    def test_plan_arguments(self):
+        cfg = {"trillion": "T", "model": "M", "threads": 1, "host_profile": None,
+               "links": {LINK: {"path": "profiles/emulated-1gbit.json"}}}
+        self.assertEqual(sweep.plan_args(cfg, Point(2, "pipeline", 8, 4, LINK)),
+                         ["T", "plan", "--model", "M", "--ranks", "2", "--parallel", "pipeline", "--batch", "8",
+                          "--threads", "1", "--json", "--micro-batches", "4",
+                          "--link-profile", "profiles/emulated-1gbit.json"])
+        # One rank: no link; micro-batches 0 (one per stage) is plan's default, not passed.
+        self.assertEqual(sweep.plan_args(dict(cfg, host_profile="h.json"), Point(1, "single", 1, 0, "none")),
+                         ["T", "plan", "--model", "M", "--ranks", "1", "--parallel", "pipeline", "--batch", "1",
+                          "--threads", "1", "--json", "--profile", "h.json"])
+
+    def test_requests_ask_for_exact_lengths(self):
+        reqs = sweep.requests(Point(2, "expert", 3, 0, LINK), 5, 7, 100)
+        self.assertEqual(len(reqs), 3)
+        self.assertEqual(len({r["id"] for r in reqs}), 3)
+        for r in reqs:
+            self.assertEqual((r["max_tokens"], r["min_tokens"], r["ignore_eos"]), (7, 7, True))
+            self.assertEqual(len(r["prompt_token_ids"]), 5)
+            self.assertTrue(all(0 <= t < 100 for t in r["prompt_token_ids"]))
 
 
 class Rows(unittest.TestCase):
