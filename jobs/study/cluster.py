@@ -16,6 +16,7 @@ profile emulates is the rate (tbf, measured exact); its latency is the one
 the namespaces have (~0.1 ms for a small notified put), which the profile
 states as measured. Nothing is faked in software.
 """
+import fcntl
 import json
 import os
 import re
@@ -67,6 +68,19 @@ def _sh(*cmd, check=True):
     if check and p.returncode != 0:
         raise ClusterError(f"{' '.join(cmd)}: {p.stderr.strip() or 'exit ' + str(p.returncode)}")
     return p
+
+
+def lock(prefix):
+    """Holds the cluster name for this process (released when it exits): a
+    second study with the same --name would tear this one's hosts down."""
+    d = "/run/lock" if os.path.isdir("/run/lock") else "/tmp"
+    fp = open(os.path.join(d, f"trillion-cluster-{prefix}.lock"), "w")
+    try:
+        fcntl.flock(fp, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fp.close()
+        raise ClusterError(f"cluster {prefix!r} is in use by another study (give --name another prefix)") from None
+    return fp
 
 
 def namespaces(prefix):
@@ -160,7 +174,7 @@ def mpirun_prefix(hosts, hostfile_path, prefix="trl", net=77, cores=None):
 
 def available():
     """'' when namespaces can be made here, else why not."""
-    probe = "trlprobe"
+    probe = f"trlprobe{os.getpid()}"  # its own: probes may run at once
     p = _sh("ip", "netns", "add", probe, check=False)
     if p.returncode != 0:
         return f"ip netns add failed: {p.stderr.strip()}"

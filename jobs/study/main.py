@@ -129,6 +129,7 @@ def main(argv=None):
             why = cluster.available()
             if why:
                 raise StudyError(f"network namespaces are not available here ({why}); run as root on Linux")
+            held = cluster.lock(cfg["prefix"])  # noqa: F841 (held until the study exits)
             done, skipped, failed = sweep.run(cfg, points, log, stop=lambda: bool(stopping))
             log(f"{done} point(s) measured now, {skipped} skipped (measured before), {len(failed)} failed, "
                 f"{len(points)} in the study")
