@@ -18,7 +18,7 @@ import os
 
 from .points import point_id
 
-PARAMS = ["point", "ranks", "mode", "batch", "micro_batches", "link"]
+PARAMS = ["point", "ranks", "mode", "batch", "micro_batches", "link", "load_before", "load_after"]
 PREDICTED = ["measured_tokens_per_s", "predicted_tokens_per_s", "error", "predicted_decode_tokens_per_s",
              "predicted_decode_step_seconds", "predicted_decode_bound", "predicted_prefill_tokens_per_s"]
 
@@ -82,9 +82,12 @@ def predicted_workload(pred, batch, prompt_tokens, tokens):
     return batch * tokens / seconds if seconds > 0 else None
 
 
-def row(p, metrics, plan, prompt_tokens, tokens):
+def row(p, metrics, plan, prompt_tokens, tokens, load=None):
     r = {"point": point_id(p), "ranks": p.ranks, "mode": p.mode, "batch": p.batch,
          "micro_batches": p.micro_batches, "link": p.link}
+    # The machine's 1-minute load average around the run (sweep.py): other jobs on the cores slow a point.
+    r["load_before"] = (load or {}).get("loadavg_1min_before", "")
+    r["load_after"] = (load or {}).get("loadavg_1min_after", "")
     r.update(flatten(metrics, "metrics."))
     r.update(per_step(metrics))
     generated = int(metrics.get("tokens", {}).get("generated") or 0)
@@ -110,8 +113,16 @@ def row(p, metrics, plan, prompt_tokens, tokens):
     return r
 
 
+def read_optional(path):
+    try:
+        with open(path) as fp:
+            return json.load(fp)
+    except (OSError, ValueError):
+        return None
+
+
 def load(study, points):
-    """(point, metrics, plan) of every measured point, in study order."""
+    """(point, metrics, plan, load) of every measured point, in study order."""
     out = []
     for p in points:
         d = os.path.join(study, "points", point_id(p))
@@ -122,13 +133,9 @@ def load(study, points):
             continue
         if m.get("final") is not True:
             continue
-        plan = None
-        try:
-            with open(os.path.join(d, "plan.json")) as fp:
-                plan = json.load(fp)
-        except (OSError, ValueError):
-            pass
-        out.append((p, m, plan))
+        plan = read_optional(os.path.join(d, "plan.json"))
+        load = read_optional(os.path.join(d, "load.json"))
+        out.append((p, m, plan, load if isinstance(load, dict) else {}))
     return out
 
 

@@ -94,7 +94,7 @@ def finish(cfg, points, command, log):
         if sweep.measured(cfg["study"], p):
             sweep.predict(cfg, p, log)
     loaded = collect.load(cfg["study"], points)
-    rows = [collect.row(p, m, plan, cfg["prompt_tokens"], cfg["tokens"]) for p, m, plan in loaded]
+    rows = [collect.row(p, m, plan, cfg["prompt_tokens"], cfg["tokens"], load) for p, m, plan, load in loaded]
     if not rows:
         raise StudyError("no point is measured yet: nothing to report")
     csv_path = os.path.join(cfg["study"], "study.csv")

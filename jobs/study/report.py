@@ -54,13 +54,16 @@ def write(path, rows, cfg, plots, command):
     L.append("")
     L.append("## Points")
     L.append("")
+    L.append("Load: the machine's 1-minute load average before and after the point (other jobs share its "
+             f"{cfg['cores']} cores; a load above the core count slows every rank).")
+    L.append("")
     L.append("Throughput is generated tokens over the generation's wall time (prefill included); the "
              "prediction is the plan's prefill and decode rates applied to the same workload, and the error is "
              "predicted / measured − 1. Micro-batches: as asked (the metrics file says how many ran).")
     L.append("")
     L.append("| point | ranks | mode | batch | micro-batches | link | tok/s | metrics prefill tok/s | predicted "
-             "tok/s | error | decode bound |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+             "tok/s | error | decode bound | load before / after |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         e = num(r.get("error"))
         err = "no prediction" if e is None else f"{e * 100:+.1f}%" + (" **over 25%**" if abs(e) > ERROR_BAR else "")
@@ -68,7 +71,8 @@ def write(path, rows, cfg, plots, command):
                  f"{r['link']} | {fmt(r.get('measured_tokens_per_s'), '.1f')} | "
                  f"{fmt(r.get('metrics.tokens_per_second.prefill'), '.1f')} | "
                  f"{fmt(r.get('predicted_tokens_per_s'), '.1f')} | {err} | "
-                 f"{r.get('predicted_decode_bound') or '—'} |")
+                 f"{r.get('predicted_decode_bound') or '—'} | "
+                 f"{fmt(r.get('load_before'), '.1f')} / {fmt(r.get('load_after'), '.1f')} |")
     L.append("")
     if have:
         within = sum(abs(e) <= ERROR_BAR for e in have)

@@ -6,6 +6,7 @@ Layout of a study directory:
   points/<id>/requests.jsonl     batch requests of exactly `tokens` generated tokens each
   points/<id>/results.jsonl      generate's results
   points/<id>/metrics.json       generate --metrics (complete once "final": true)
+  points/<id>/load.json          the machine's 1-minute load average before and after
   points/<id>/plan.json          trillion plan --json for the point (when plan predicts)
 A point whose metrics.json is final is measured: a rerun skips it, so a study
 resumes like a batch job (after a stop, a crash or a requeue)."""
@@ -38,6 +39,14 @@ def read_json(path):
 def measured(study, p):
     m = read_json(os.path.join(point_dir(study, p), "metrics.json"))
     return isinstance(m, dict) and m.get("final") is True
+
+
+def loadavg():
+    try:
+        with open("/proc/loadavg") as fp:
+            return float(fp.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def requests(p, prompt_tokens, tokens, vocab):
@@ -74,6 +83,7 @@ def run_point(cfg, p, net, log):
     cmd = cluster.mpirun_prefix(p.ranks, hf, cfg["prefix"], net) + generate_args(
         os.path.abspath(cfg["trillion"]), os.path.abspath(cfg["model"]), p, d, cfg["threads"])
     log(f"point {point_id(p)}")
+    load_before = loadavg()
     with open(os.path.join(d, "generate.log"), "w") as err:
         proc = subprocess.Popen(cmd, stdout=err, stderr=subprocess.STDOUT)
         try:
@@ -93,6 +103,9 @@ def run_point(cfg, p, net, log):
             proc.terminate()
             proc.wait()
             raise
+    # The machine's load around the point: other jobs on the cores slow it.
+    with open(os.path.join(d, "load.json"), "w") as fp:
+        json.dump({"loadavg_1min_before": load_before, "loadavg_1min_after": loadavg(), "cores": os.cpu_count()}, fp)
     if rc != 0 or not measured(cfg["study"], p):
         raise PointFailed(f"point {point_id(p)} failed (exit {rc}); see {d}/generate.log")
 

@@ -89,7 +89,7 @@ class Rows(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp()
         self.loaded = collect.load(FIXTURES, POINTS)
-        self.rows = [collect.row(p, m, plan, PROMPT, TOKENS) for p, m, plan in self.loaded]
+        self.rows = [collect.row(p, m, plan, PROMPT, TOKENS, load) for p, m, plan, load in self.loaded]
 
     def tearDown(self):
         shutil.rmtree(self.tmp)
@@ -127,6 +127,9 @@ class Rows(unittest.TestCase):
             sent = sum(x["bytes_sent"] for x in m["per_rank"])
             self.assertAlmostEqual(r["bytes_sent_per_token"], sent / (4 * TOKENS))
         self.assertEqual(self.rows[0]["bytes_sent_per_token"], 0)  # one rank sends nothing
+        # load.json (the expert point has one): the load columns; without it they are empty.
+        self.assertEqual((self.rows[2]["load_before"], self.rows[2]["load_after"]), (3.5, 4.25))
+        self.assertEqual((self.rows[0]["load_before"], self.rows[0]["load_after"]), ("", ""))
 
     def test_prediction_of_the_matching_entries(self):
         single, pipe, expert = self.rows
@@ -168,6 +171,7 @@ class Rows(unittest.TestCase):
         self.assertIn("2 point(s) have no prediction", text)
         err = self.rows[1]["error"]
         self.assertIn(f"{err * 100:+.1f}%", text)
+        self.assertIn("| 3.5 / 4.2 |", text)  # the expert point's load (4.25 rounds to even)
         self.assertIn("1 of 1 predicted point(s) within" if abs(err) <= 0.25 else "0 of 1 predicted point(s) within",
                       text)
         # Pipeline efficiency: the 2-rank pipeline point over the 1-rank one.
