@@ -17,6 +17,7 @@ import json
 import os
 
 from .points import point_id
+from .sweep import read_json
 
 PARAMS = ["point", "ranks", "mode", "batch", "micro_batches", "link", "load_before", "load_after"]
 PREDICTED = ["measured_tokens_per_s", "predicted_tokens_per_s", "error", "predicted_decode_tokens_per_s",
@@ -113,14 +114,6 @@ def row(p, metrics, plan, prompt_tokens, tokens, load=None):
     return r
 
 
-def read_optional(path):
-    try:
-        with open(path) as fp:
-            return json.load(fp)
-    except (OSError, ValueError):
-        return None
-
-
 def load(study, points):
     """(point, metrics, plan, load) of every measured point, in study order."""
     out = []
@@ -133,8 +126,8 @@ def load(study, points):
             continue
         if m.get("final") is not True:
             continue
-        plan = read_optional(os.path.join(d, "plan.json"))
-        load = read_optional(os.path.join(d, "load.json"))
+        plan = read_json(os.path.join(d, "plan.json"))
+        load = read_json(os.path.join(d, "load.json"))
         out.append((p, m, plan, load if isinstance(load, dict) else {}))
     return out
 
