@@ -120,7 +120,8 @@ def main(argv=None):
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             raise StudyError(f"{cfg['study']} is in use by another scaling-study") from None
-        command = "jobs/scaling-study " + " ".join(shlex.quote(x) for x in argv)
+        # The study's command (what a rerun gives), not this report-only run's.
+        command = "jobs/scaling-study " + " ".join(shlex.quote(x) for x in argv if x != "--collect-only")
         stopping = []
         # SIGTERM / SIGUSR1 (Slurm's warning): finish the point under way, then stop cleanly.
         for sig in (signal.SIGTERM, signal.SIGUSR1):
