@@ -93,4 +93,17 @@ f.check(study not in left, "no process of the study is left running")
 f.check(not cluster.namespaces(NAME), "no namespace left after the failed points")
 with open(os.path.join(study, "study.csv"), newline="") as fp:
     f.check(sorted(r["point"] for r in csv.DictReader(fp)) == sorted(ids), "the CSV keeps the measured points only")
+
+# Set-up and tear-down are idempotent: up over a standing cluster rebuilds it, down twice is fine.
+link = cluster.load_link(os.path.join(ROOT, "profiles", "emulated-1gbit.json"))
+cluster.up(3, link, NAME)
+cluster.up(2, link, NAME)
+f.check(sorted(cluster.namespaces(NAME)) == [f"{NAME}-h0", f"{NAME}-h1", f"{NAME}-sw"],
+        f"up twice: the second cluster only ({cluster.namespaces(NAME)})")
+qdisc = subprocess.run(["ip", "netns", "exec", f"{NAME}-h1", "tc", "qdisc", "show", "dev", "eth0"],
+                       capture_output=True, text=True).stdout
+f.check("tbf" in qdisc and "rate 1Gbit" in qdisc, f"the link is rate-limited to the profile: {qdisc.strip()}")
+cluster.down(NAME)
+cluster.down(NAME)
+f.check(not cluster.namespaces(NAME), "down twice: nothing left")
 f.finish()
