@@ -10,7 +10,7 @@ import signal
 import sys
 
 from . import cluster, collect, plots, report, sweep
-from .points import StudyError, grid, positive_ints
+from .points import StudyError, grid, point_id, positive_ints
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_LINKS = ",".join(os.path.join(ROOT, "profiles", f) for f in
@@ -100,7 +100,9 @@ def finish(cfg, points, command, log):
     csv_path = os.path.join(cfg["study"], "study.csv")
     collect.write_csv(csv_path, rows)
     paths = plots.draw(rows, os.path.join(cfg["study"], "figures"))
-    report.write(os.path.join(cfg["study"], "report.md"), rows, cfg, paths, command)
+    done = {r["point"] for r in rows}
+    missing = [point_id(p) for p in points if point_id(p) not in done]
+    report.write(os.path.join(cfg["study"], "report.md"), rows, cfg, paths, command, missing)
     log(f"{len(rows)} point(s): {csv_path}, {cfg['study']}/report.md, {cfg['study']}/figures/")
     return rows
 

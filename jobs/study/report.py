@@ -26,7 +26,7 @@ def efficiency(rows):
     return out
 
 
-def write(path, rows, cfg, plots, command):
+def write(path, rows, cfg, plots, command, missing=()):
     here = os.path.dirname(os.path.abspath(path))
     rel = {k: os.path.relpath(v, here) for k, v in plots.items()}
     errors = [num(r.get("error")) for r in rows]
@@ -74,6 +74,10 @@ def write(path, rows, cfg, plots, command):
                  f"{r.get('predicted_decode_bound') or '—'} | "
                  f"{fmt(r.get('load_before'), '.1f')} / {fmt(r.get('load_after'), '.1f')} |")
     L.append("")
+    if missing:
+        L.append(f"Not measured yet ({len(missing)}): " + ", ".join(f"`{m}`" for m in missing) +
+                 " — rerun the command to measure them.")
+        L.append("")
     if have:
         within = sum(abs(e) <= ERROR_BAR for e in have)
         L.append(f"Prediction error (predicted / measured − 1): {within} of {len(have)} predicted point(s) within "

@@ -160,13 +160,14 @@ class Rows(unittest.TestCase):
         cfg = {"model": "/x/demo-fp8-text", "prompt_tokens": PROMPT, "tokens": TOKENS, "threads": 1, "cores": 2,
                "links": {LINK: {"rate_bytes_per_s": 125e6, "latency_s": 1e-4}}}
         out = os.path.join(self.tmp, "report.md")
-        report.write(out, self.rows, cfg, paths, "jobs/scaling-study ...")
+        report.write(out, self.rows, cfg, paths, "jobs/scaling-study ...", ["r4-expert-b4-kauto-x"])
         with open(out) as fp:
             text = fp.read()
         for f in plots.FILES.values():
             self.assertIn(f"](figures/{f})", text)
         for p in POINTS:
             self.assertIn(f"| {point_id(p)} |", text)
+        self.assertIn("Not measured yet (1): `r4-expert-b4-kauto-x`", text)
         self.assertEqual(text.count("| no prediction |"), 2)
         self.assertIn("2 point(s) have no prediction", text)
         err = self.rows[1]["error"]
