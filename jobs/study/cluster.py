@@ -16,6 +16,7 @@ profile emulates is the rate (tbf, measured exact); its latency is the one
 the namespaces have (~0.1 ms for a small notified put), which the profile
 states as measured. Nothing is faked in software.
 """
+import atexit
 import fcntl
 import json
 import os
@@ -80,6 +81,8 @@ def lock(prefix):
     except OSError:
         fp.close()
         raise ClusterError(f"cluster {prefix!r} is in use by another study (give --name another prefix)") from None
+    # Removed at exit (while still held), so a study leaves no file behind.
+    atexit.register(lambda: (os.path.exists(fp.name) and os.remove(fp.name), fp.close()))
     return fp
 
 

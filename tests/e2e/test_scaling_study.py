@@ -106,4 +106,6 @@ f.check("tbf" in qdisc and "rate 1Gbit" in qdisc, f"the link is rate-limited to 
 cluster.down(NAME)
 cluster.down(NAME)
 f.check(not cluster.namespaces(NAME), "down twice: nothing left")
+f.check(not os.path.exists(f"/run/lock/trillion-cluster-{NAME}.lock") and
+        not os.path.exists(f"/tmp/trillion-cluster-{NAME}.lock"), "the study's cluster lock file is gone")
 f.finish()
