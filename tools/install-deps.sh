@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs trillion's build and test dependencies on Debian/Ubuntu (as root or via sudo).
 # macOS (Homebrew): brew install cmake open-mpi hdf5-mpi boost nlohmann-json pcre2 xxhash numpy
+# For the scaling study (jobs/scaling-study): python3-matplotlib, iproute2 (ip netns, tc).
 # For the tests: python3-h5py and libxxhash (the h5py/XXH64 cross-check of the format),
 # g++-aarch64-linux-gnu and qemu-user (the arm64 kernels); clang and libclang-rt-dev
 # (libFuzzer, for the fuzz targets of tests/fuzz). Without h5py those tests
@@ -15,6 +16,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libopenmpi-dev openmpi-bin libhdf5-openmpi-dev \
   libboost-program-options-dev libboost-test-dev \
   nlohmann-json3-dev libpcre2-dev libxxhash-dev \
-  python3 python3-numpy python3-h5py python3-jinja2 \
+  python3 python3-numpy python3-h5py python3-jinja2 python3-matplotlib \
+  iproute2 util-linux \
   g++-aarch64-linux-gnu qemu-user clang libclang-rt-dev >/dev/null
 echo "trillion: dependencies installed"

@@ -32,7 +32,8 @@ StepOutput head_step(const Transformer& model, const float* x, const StepInput& 
       out.tokens[size_t(i)] = -1;
       continue;
     }
-    Sample s = sample_token(row, vocab, p);
+    // Before a request's min_tokens the EOS ids are masked out of the choice.
+    Sample s = p.mask_eos ? sample_token(row, vocab, p, model.config().eos_token_ids) : sample_token(row, vocab, p);
     out.tokens[size_t(i)] = s.token;
     out.logprobs[size_t(i)] = s.logprob;
     out.top_logprobs[size_t(i)] = std::move(s.top);

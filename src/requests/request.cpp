@@ -230,6 +230,18 @@ Parsed<GenerateRequest> parse_generate_request(const JsonlLine& line, int64_t vo
         r.max_tokens = it->get<int64_t>();
       }
     }
+    if (auto it = f.find("ignore_eos"); it != f.end() && !it->is_null()) {
+      if (!it->is_boolean()) throw std::string("\"ignore_eos\" must be true or false");
+      r.ignore_eos = it->get<bool>();
+    }
+    if (auto it = f.find("min_tokens"); it != f.end() && !it->is_null()) {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0)
+        throw std::string("\"min_tokens\" must be a non-negative integer");
+      r.min_tokens = it->get<int64_t>();
+      if (r.min_tokens > r.max_tokens)
+        throw "\"min_tokens\" (" + std::to_string(r.min_tokens) + ") must not exceed \"max_tokens\" (" +
+            std::to_string(r.max_tokens) + ")";
+    }
     // "stop": a string or an array of strings (OpenAI: at most 4).
     if (auto it = f.find("stop"); it != f.end() && !it->is_null()) {
       const char* bad = "\"stop\" must be a string or an array of strings";

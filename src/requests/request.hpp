@@ -52,6 +52,11 @@ struct GenerateRequest {
   std::vector<std::string> stop;    // stop strings (need the tokenizer to detect)
   std::string model;                // OpenAI "body.model", echoed in the response
   int64_t max_tokens = 16;
+  // As vLLM: EOS does not end the sequence (ignore_eos); before min_tokens
+  // generated tokens EOS is masked from the choice and stop strings are not
+  // matched. So a benchmark's requests generate exactly the lengths they ask for.
+  bool ignore_eos = false;
+  int64_t min_tokens = 0;
   SamplingParams sampling;  // position is set per token by the scheduler
   bool needs_tokenizer() const { return prompt_token_ids.empty() && (has_text || !messages.is_null()); }
 };

@@ -85,16 +85,31 @@ Candidates sampling_candidates(const float* logits, int64_t vocab, const Samplin
   return c;
 }
 
-Sample sample_token(const float* logits, int64_t vocab, const SamplingParams& p) {
+Sample sample_token(const float* logits, int64_t vocab, const SamplingParams& p, std::span<const int64_t> never) {
   vocab = choosable(vocab, p);  // ids past the tokenizer's are out of the distribution
+  // The choice runs on a copy with the excluded ids at -inf (probability 0
+  // after the softmax); unless every id is excluded, which leaves the row as is.
+  const float* choice = logits;
+  std::vector<float> masked;
+  if (!never.empty()) {
+    masked.assign(logits, logits + vocab);
+    int64_t hidden = 0;
+    for (int64_t id : never)
+      if (id >= 0 && id < vocab && masked[size_t(id)] != -INFINITY) masked[size_t(id)] = -INFINITY, ++hidden;
+    if (hidden < vocab) choice = masked.data();
+  }
   Sample s;
   if (p.temperature == 0) {
-    s.token = argmax(logits, vocab);
+    s.token = argmax(choice, vocab);
   } else {
-    const Candidates c = sampling_candidates(logits, vocab, p);
+    const Candidates c = sampling_candidates(choice, vocab, p);
     const double u = philox_uniform(p.seed, uint64_t(p.position));
     double cum = 0;
-    s.token = c.tokens.back();  // rounding may leave the cumulative sum a hair under 1
+    // Rounding may leave the cumulative sum a hair under 1: the last candidate
+    // that has any probability (an excluded id at -inf has none).
+    size_t last = c.tokens.size() - 1;
+    while (last > 0 && c.probs[last] <= 0) --last;
+    s.token = c.tokens[last];
     for (size_t i = 0; i < c.tokens.size(); ++i) {
       cum += c.probs[i];
       if (u < cum) {

@@ -5,6 +5,7 @@
 // batch (DESIGN: determinism by construction).
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -26,7 +27,10 @@ struct SamplingParams {
   // tokens): those ids have no text, so they are masked out of the
   // distribution (never chosen, greedy or sampled; logprobs over the rest).
   int32_t token_limit = 0;
-  int32_t reserved = 0;      // keeps the size a multiple of 8 (it travels between ranks as bytes)
+  // 1: the model's EOS ids are never chosen (a request's `min_tokens` not yet
+  // reached, as vLLM masks them); logprobs stay those of the raw distribution.
+  // Also keeps the size a multiple of 8 (it travels between ranks as bytes).
+  int32_t mask_eos = 0;
 };
 static_assert(std::is_trivially_copyable_v<SamplingParams> && sizeof(SamplingParams) == 48);
 
@@ -53,7 +57,10 @@ Candidates sampling_candidates(const float* logits, int64_t vocab, const Samplin
 // The ids a choice ranges over: [0, min(vocab, p.token_limit)), or all of them.
 int64_t choosable(int64_t vocab, const SamplingParams& p);
 
-Sample sample_token(const float* logits, int64_t vocab, const SamplingParams& p);
+// `never`: ids that are not chosen, greedy or sampled (the caller passes the
+// EOS ids when p.mask_eos); the logprobs are still of the unmasked logits.
+Sample sample_token(const float* logits, int64_t vocab, const SamplingParams& p,
+                    std::span<const int64_t> never = {});
 
 // Checks a request's parameters; returns an error message or "" when valid.
 std::string sampling_params_error(const SamplingParams& p);

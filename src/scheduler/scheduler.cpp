@@ -96,6 +96,7 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
     SamplingParams p = s.req->sampling;
     p.position = int64_t(s.tokens.size());
     p.token_limit = opts_.token_limit;
+    p.mask_eos = int64_t(s.generated.size()) < s.req->min_tokens;  // EOS not yet allowed
     return p;
   };
 
@@ -160,18 +161,21 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
       }
       const char* reason = nullptr;
       std::string error;
+      const bool may_stop = int64_t(s.generated.size()) >= s.req->min_tokens;
       if (tok < 0) {
         error = "the model's logits were not finite at position " + std::to_string(s.tokens.size() - 1);
       } else if (s.stop) {
         // A failure in one request's text (its detokenizer or stop matcher) ends that request only.
         try {
-          if (s.stop->push(s.stream->push(tok))) reason = "stop";  // the stop string is cut from the text
+          if (!may_stop) s.stop->pass(s.stream->push(tok));
+          else if (s.stop->push(s.stream->push(tok))) reason = "stop";  // the stop string is cut from the text
         } catch (const std::exception& e) {
           error = std::string("stop strings: ") + e.what();
         }
       }
       if (!reason && error.empty()) {
-        if (std::find(cfg_.eos_token_ids.begin(), cfg_.eos_token_ids.end(), tok) != cfg_.eos_token_ids.end())
+        if (may_stop && !s.req->ignore_eos &&
+            std::find(cfg_.eos_token_ids.begin(), cfg_.eos_token_ids.end(), tok) != cfg_.eos_token_ids.end())
           reason = "stop";
         else if (int64_t(s.generated.size()) >= s.req->max_tokens)
           reason = "length";

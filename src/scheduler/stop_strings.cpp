@@ -8,6 +8,12 @@ StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stop
   for (const auto& s : stops_) longest_ = std::max(longest_, s.size());
 }
 
+void StopMatcher::pass(const std::string& piece) {
+  if (stopped_) return;
+  text_ += piece;
+  emitted_ = armed_ = text_.size();
+}
+
 bool StopMatcher::push(const std::string& piece) {
   if (stopped_ || piece.empty()) return stopped_;
   const size_t old = text_.size();
@@ -15,7 +21,7 @@ bool StopMatcher::push(const std::string& piece) {
   // Only a match ending in the new piece is new: search from where one could start.
   size_t cut = std::string::npos;
   for (const auto& s : stops_) {
-    const size_t from = old >= s.size() - 1 ? old - (s.size() - 1) : 0;
+    const size_t from = std::max(armed_, old >= s.size() - 1 ? old - (s.size() - 1) : 0);
     const size_t at = text_.find(s, from);
     if (at != std::string::npos) cut = std::min(cut, at);
   }

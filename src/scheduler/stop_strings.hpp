@@ -31,6 +31,9 @@ class StopMatcher {
   explicit StopMatcher(std::vector<std::string> stops);  // non-empty strings
   bool push(const std::string& piece);  // true once a stop string has appeared (text() is then final)
   bool stopped() const { return stopped_; }
+  // Text before a request's min_tokens: emitted as it is, never matched; a
+  // later match must begin after it.
+  void pass(const std::string& piece);
   // Ends the text without a stop: the held-back tail is emitted.
   void finish() { emitted_ = text_.size(); }
   // The text up to the cut (stopped) or everything emitted so far.
@@ -42,6 +45,7 @@ class StopMatcher {
   size_t longest_ = 0;
   std::string text_;
   size_t emitted_ = 0;
+  size_t armed_ = 0;  // matches begin at or after this offset (the end of pass()'s text)
   bool stopped_ = false;
 };
 

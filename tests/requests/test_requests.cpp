@@ -259,3 +259,26 @@ BOOST_AUTO_TEST_CASE(huge_max_tokens_are_capped_at_the_context) {
   for (int i = 0; i < 60; ++i) long_prompt += ", 1";
   BOOST_TEST(error_of(parse(long_prompt + "]}")).find("50") != std::string::npos);  // the context
 }
+
+BOOST_AUTO_TEST_CASE(ignore_eos_and_min_tokens) {
+  const auto p = parse(R"({"id": "a", "prompt_token_ids": [1], "max_tokens": 8, "ignore_eos": true, "min_tokens": 8})");
+  BOOST_REQUIRE_MESSAGE(std::holds_alternative<GenerateRequest>(p), error_of(p));
+  BOOST_TEST(std::get<GenerateRequest>(p).ignore_eos);
+  BOOST_TEST(std::get<GenerateRequest>(p).min_tokens == 8);
+  const auto d = parse(R"({"id": "a", "prompt_token_ids": [1]})");
+  BOOST_TEST(!std::get<GenerateRequest>(d).ignore_eos);  // defaults: EOS stops, no minimum
+  BOOST_TEST(std::get<GenerateRequest>(d).min_tokens == 0);
+  // The OpenAI form takes them in the body (vLLM's extra parameters).
+  const auto o = parse(openai("/v1/completions", R"({"prompt": [1], "max_tokens": 4, "ignore_eos": true, "min_tokens": 2})"));
+  BOOST_REQUIRE_MESSAGE(std::holds_alternative<GenerateRequest>(o), error_of(o));
+  BOOST_TEST(std::get<GenerateRequest>(o).min_tokens == 2);
+  BOOST_TEST(error_of(parse(R"({"id": "a", "prompt_token_ids": [1], "ignore_eos": 1})")) ==
+             "\"ignore_eos\" must be true or false");
+  BOOST_TEST(error_of(parse(R"({"id": "a", "prompt_token_ids": [1], "min_tokens": -1})")) ==
+             "\"min_tokens\" must be a non-negative integer");
+  BOOST_TEST(error_of(parse(R"({"id": "a", "prompt_token_ids": [1], "min_tokens": 2.5})")) ==
+             "\"min_tokens\" must be a non-negative integer");
+  // max_tokens defaults to 16: a larger minimum is a contradiction, named.
+  BOOST_TEST(error_of(parse(R"({"id": "a", "prompt_token_ids": [1], "min_tokens": 17})")) ==
+             "\"min_tokens\" (17) must not exceed \"max_tokens\" (16)");
+}

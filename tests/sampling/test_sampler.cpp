@@ -260,3 +260,39 @@ BOOST_AUTO_TEST_CASE(token_limit_masks_padding_ids) {
   p.token_limit = 0;
   BOOST_TEST(choosable(6, p) == 6);
 }
+
+BOOST_AUTO_TEST_CASE(excluded_ids_are_never_chosen_but_keep_their_logprob) {
+  // p = softmax([ln .1, ln .4, ln .2, ln .3]) = [.1, .4, .2, .3]; id 1 (the
+  // most likely) is excluded, as the EOS ids are before a request's min_tokens.
+  const std::vector<float> l = {std::log(0.1f), std::log(0.4f), std::log(0.2f), std::log(0.3f)};
+  const std::vector<int64_t> eos = {1};
+  SamplingParams p;
+  p.logprobs = 1;
+  p.top_logprobs = 1;
+  const Sample g = sample_token(l.data(), 4, p, eos);
+  BOOST_TEST(g.token == 3);  // greedy: the best of the rest
+  BOOST_TEST(g.logprob == std::log(0.3), boost::test_tools::tolerance(1e-5));
+  BOOST_REQUIRE(g.top.size() == 1u);
+  BOOST_TEST(g.top[0].token == 1);  // alternatives are of the raw distribution
+  BOOST_TEST(g.top[0].logprob == std::log(0.4), boost::test_tools::tolerance(1e-5));
+  // Sampled: the rest renormalized to [1/6, 0, 2/6, 3/6]; 6000 draws stay off
+  // id 1 and land near those shares (bounds ~6 standard deviations wide).
+  p.temperature = 1;
+  p.seed = 11;
+  std::map<int32_t, int> seen;
+  for (int64_t pos = 0; pos < 6000; ++pos) {
+    p.position = pos;
+    ++seen[sample_token(l.data(), 4, p, eos).token];
+  }
+  BOOST_TEST(seen.count(1) == 0u);
+  BOOST_TEST(std::abs(seen[0] - 1000) < 180);
+  BOOST_TEST(std::abs(seen[2] - 2000) < 220);
+  BOOST_TEST(std::abs(seen[3] - 3000) < 240);
+  // Excluding every id leaves the choice as it was (never a token outside the row).
+  const std::vector<int64_t> all = {0, 1, 2, 3};
+  p.temperature = 0;
+  BOOST_TEST(sample_token(l.data(), 4, p, all).token == 1);
+  // Ids outside the row are ignored.
+  const std::vector<int64_t> outside = {-1, 4, 99};
+  BOOST_TEST(sample_token(l.data(), 4, p, outside).token == 1);
+}

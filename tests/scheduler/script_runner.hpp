@@ -1,6 +1,7 @@
 // Test helpers: the real DeepSeek-V3 tokenizer's text stream and a fake
 // model that "generates" a scripted token stream per request.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,11 +40,13 @@ class ScriptRunner : public StepRunner {
     out.ticket = ticket;
     for (int64_t i = 0; i < in.batch.size(); ++i)
       if (in.batch.rows[size_t(i)].pos == 0) first_[size_t(in.batch.rows[size_t(i)].slot)] = in.tokens[size_t(i)];
-    for (int64_t i : in.logit_rows) {
+    for (const int64_t& i : in.logit_rows) {
       const TokenRow r = in.batch.rows[size_t(i)];
       const auto& script = scripts_.at(size_t(first_[size_t(r.slot)]));
       const size_t k = size_t(r.pos + 1 - prompt_len);
       out.tokens.push_back(k < script.size() ? script[k] : script.back());
+      const size_t j = size_t(&i - in.logit_rows.data());
+      if (j < in.sampling.size()) mask_eos[{first_[size_t(r.slot)], int(k)}] = in.sampling[j].mask_eos;
     }
     queue_.push_back(out);
   }
@@ -53,6 +56,7 @@ class ScriptRunner : public StepRunner {
     return o;
   }
   static constexpr int prompt_len = 2;
+  std::map<std::pair<int, int>, int> mask_eos;  // (script, generated count) -> the row's SamplingParams::mask_eos
 
  private:
   std::vector<std::vector<int32_t>> scripts_;

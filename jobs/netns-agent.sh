@@ -1,0 +1,24 @@
+#!/bin/sh
+# Open MPI's launch agent for the emulated cluster (jobs/study/cluster.py):
+# where mpirun would `ssh HOST CMD`, this enters HOST's network namespace.
+#   netns-agent.sh HOST CMD...          (as plm_rsh_agent: CMD is one shell string)
+#   netns-agent.sh --local HOST ARGV... (starts mpirun itself inside host 0)
+# HOST is 10.N.0.<i+1>; the namespace is $TRILLION_CLUSTER-h<i>. Each host gets
+# its own hostname (unshare --uts: Open MPI tells nodes apart by it, and vader's
+# shared-memory files would collide) and is pinned to core i mod
+# $TRILLION_CLUSTER_CORES, so ranks on different hosts do not share a core
+# while cores last.
+set -eu
+local=0
+if [ "${1:-}" = --local ]; then local=1; shift; fi
+host=$1
+shift
+last=${host##*.}
+case $last in ''|*[!0-9]*) echo "netns-agent: $host is not an emulated host's address" >&2; exit 2 ;; esac
+idx=$((last - 1))
+ns="${TRILLION_CLUSTER:-trl}-h$idx"
+core=$((idx % ${TRILLION_CLUSTER_CORES:-1}))
+if [ "$local" = 1 ]; then
+  exec ip netns exec "$ns" unshare --uts taskset -c "$core" sh -c 'hostname "$0" && exec "$@"' "$ns" "$@"
+fi
+exec ip netns exec "$ns" unshare --uts taskset -c "$core" sh -c 'hostname "$0" && exec sh -c "$1"' "$ns" "$*"

@@ -1,0 +1,57 @@
+"""The points of a scaling study: ranks x mode x batch x micro-batches x link.
+
+A point's id names every parameter, so a study directory holds one folder per
+point and a rerun finds what it has already measured. One rank has no mode
+(mode "single") and no link (nothing crosses one): it is measured once per
+batch and is the baseline of both modes on every link. Micro-batches vary only
+in pipeline mode (expert mode has one step in flight)."""
+from collections import namedtuple
+
+Point = namedtuple("Point", "ranks mode batch micro_batches link")
+
+MODES = ("pipeline", "expert")
+
+
+class StudyError(Exception):
+    pass
+
+
+def point_id(p):
+    k = "auto" if p.micro_batches == 0 else str(p.micro_batches)
+    return f"r{p.ranks}-{p.mode}-b{p.batch}-k{k}-{p.link}"
+
+
+def positive_ints(text, what):
+    try:
+        values = [int(v) for v in str(text).split(",") if v.strip()]
+    except ValueError:
+        raise StudyError(f"{what} {text!r}: give comma-separated integers, e.g. 1,2,4") from None
+    if not values or any(v < 0 for v in values):
+        raise StudyError(f"{what} {text!r}: give comma-separated integers >= 0, e.g. 1,2,4")
+    return sorted(set(values))
+
+
+def grid(ranks, modes, batches, micro_batches, links):
+    """All points, in the order they run: by link, then ranks, mode, batch."""
+    for m in modes:
+        if m not in MODES:
+            raise StudyError(f"mode {m!r}: use pipeline or expert")
+    if any(r < 1 for r in ranks):
+        raise StudyError("ranks must be >= 1")
+    if any(b < 1 for b in batches):
+        raise StudyError("batches must be >= 1")
+    points = []
+    if 1 in ranks:
+        points += [Point(1, "single", b, 0, "none") for b in batches]
+    for link in links:
+        for r in (r for r in ranks if r > 1):
+            for m in modes:
+                for b in batches:
+                    for k in (micro_batches if m == "pipeline" else [0]):
+                        points.append(Point(r, m, b, k, link))
+    seen, unique = set(), []
+    for p in points:
+        if p not in seen:
+            seen.add(p)
+            unique.append(p)
+    return unique
