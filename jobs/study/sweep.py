@@ -97,6 +97,7 @@ def run_point(cfg, p, net, log):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            discard_metrics(d)
             raise PointFailed(f"point {point_id(p)}: no result within --point-timeout {cfg['point_timeout']} s; "
                               f"see {d}/generate.log") from None
         except BaseException:  # Ctrl-C: the point's ranks go with the study
@@ -107,7 +108,17 @@ def run_point(cfg, p, net, log):
     with open(os.path.join(d, "load.json"), "w") as fp:
         json.dump({"loadavg_1min_before": load_before, "loadavg_1min_after": loadavg(), "cores": os.cpu_count()}, fp)
     if rc != 0 or not measured(cfg["study"], p):
+        discard_metrics(d)
         raise PointFailed(f"point {point_id(p)} failed (exit {rc}); see {d}/generate.log")
+
+
+def discard_metrics(d):
+    """A failed point is not measured, even when its run got as far as a
+    final metrics file (it overran while shutting down): kept aside as
+    metrics.failed.json, so neither the resume nor the CSV takes it."""
+    m = os.path.join(d, "metrics.json")
+    if os.path.exists(m):
+        os.replace(m, os.path.join(d, "metrics.failed.json"))
 
 
 def plan_args(cfg, p):
