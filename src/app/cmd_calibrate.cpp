@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -97,26 +98,17 @@ double dispatch_seconds(int threads) {
   return (probe_clock(false) - t0) / calls;
 }
 
-json measure_link(const MpiEnv& env, bool quick) {
-  RmaChannel ch(env, {.slot_bytes = size_t(1) << 20, .slots_per_peer = 4, .name = "calibrate"});
-  json link;
-  if (env.rank() < 2) {
-    std::vector<std::byte> buf(size_t(4) << 20, std::byte{7});
-    const double lat = pingpong_channel(ch, buf, 8, quick ? 200 : 2000);
-    const double big = pingpong_channel(ch, buf, buf.size(), quick ? 5 : 40);
-    link = {{"name", "RMA channel " + env.host(0) + " -> " + env.host(1) + " (osc " + env.osc_selection() + ")"},
-            {"latency_s", lat},
-            {"bandwidth_bytes_per_s", double(buf.size()) / big},
-            {"sources",
-             {{"latency_s", "measured by trillion calibrate: 8-byte RMA channel round trip / 2, ranks 0 and 1"},
-              {"bandwidth_bytes_per_s", "measured by trillion calibrate: 4 MiB RMA channel round trip / 2"}}}};
-  }
-  std::byte go{0};
-  if (env.rank() == 0)
-    for (int r = 2; r < env.size(); ++r) ch.send(r, 0, std::span(&go, 1));
-  else if (env.rank() >= 2)
-    (void)ch.recv(0);
-  return link;
+json measure_link(const MpiEnv& env, RmaChannel& ch, bool quick) {
+  if (env.rank() >= 2) return json();
+  std::vector<std::byte> buf(size_t(4) << 20, std::byte{7});
+  const double lat = pingpong_channel(ch, buf, 8, quick ? 200 : 2000);
+  const double big = pingpong_channel(ch, buf, buf.size(), quick ? 5 : 40);
+  return {{"name", "RMA channel " + env.host(0) + " -> " + env.host(1) + " (osc " + env.osc_selection() + ")"},
+          {"latency_s", lat},
+          {"bandwidth_bytes_per_s", double(buf.size()) / big},
+          {"sources",
+           {{"latency_s", "measured by trillion calibrate: 8-byte RMA channel round trip / 2, ranks 0 and 1"},
+            {"bandwidth_bytes_per_s", "measured by trillion calibrate: 4 MiB RMA channel round trip / 2"}}}};
 }
 
 }  // namespace
@@ -139,9 +131,18 @@ int run_calibrate(const Args& args) {
   char** argv = nullptr;
   MpiEnv env(argc, argv);
   return run_guarded(env, [&] {
-    json link = env.size() >= 2 ? measure_link(env, quick) : json();
-    env.barrier();
-    if (env.rank() != 0) return 0;  // one rank measures the host, the others idle (they would share its cores)
+    // Rank 0 measures the host while the others wait in the channel (spin,
+    // then yield: not in a spinning MPI_Barrier that would take a core).
+    std::unique_ptr<RmaChannel> ch;
+    if (env.size() >= 2)
+      ch = std::make_unique<RmaChannel>(env, ChannelConfig{.slot_bytes = size_t(1) << 20, .slots_per_peer = 4,
+                                                           .name = "calibrate"});
+    std::byte go{0};
+    if (env.rank() != 0) {
+      (void)ch->recv(0);
+      (void)measure_link(env, *ch, quick);
+      return 0;
+    }
     const int cores = physical_cores();
     const double bw_all = measure_read_gbps(cores, size_t(mib), quick ? 1 : 2) * 1e9;
     const double bw_one = measure_read_gbps(1, size_t(mib) / 2, quick ? 1 : 2) * 1e9;
@@ -165,7 +166,10 @@ int run_calibrate(const Args& args) {
         {"vector_flops_per_core", m + ": float32 dot + axpy over 576-float rows, one core"},
         {"dispatch_seconds", m + ": an empty parallel_for on every core"},
         {"kernels", m + ": matmul of a 1024 x 2048 matrix in cache, one core, FLOP/s per batch"}};
-    if (!link.is_null()) j["link"] = link;
+    if (ch) {
+      for (int r = 1; r < env.size(); ++r) ch->send(r, 0, std::span(&go, 1));
+      j["link"] = measure_link(env, *ch, quick);
+    }
     const std::string text = j.dump(2) + "\n";
     if (output.empty())
       std::cout << text;

@@ -185,14 +185,15 @@ int run_plan(const Args& args) {
                                          {"memory_seconds", p.memory_seconds},
                                          {"compute_seconds", p.compute_seconds},
                                          {"link_seconds", p.link_seconds},
-                                         {"group_latency_seconds", p.group_latency_seconds}});
+                                         {"group_latency_seconds", p.group_latency_seconds},
+                                         {"metrics_tokens_per_s", p.metrics_tokens_per_s}});
   }
   if (as_json) {
     std::cout << rep.json.dump(2) << "\n";
     return 0;
   }
   print_plan(rep, copies);
-  return fits ? 0 : 2;
+  return fits ? 0 : 1;  // refused: the shortfall is printed above (as an input error: exit 1)
 }
 
 }  // namespace trillion::app

@@ -46,8 +46,14 @@ void print_plan(const PlanReport& rep, bool int8_copies) {
   }
   std::printf("\nfiles each host needs (besides config.json, manifest.json and the tokenizer files):\n");
   for (const auto& h : j["per_host"]) {
+    const auto& files = h["files"];
     std::printf("  %s:", h["host"].get<std::string>().c_str());
-    for (const auto& f : h["files"]) std::printf(" %s", f.get<std::string>().c_str());
+    if (files.size() <= 12) {
+      for (const auto& f : files) std::printf(" %s", f.get<std::string>().c_str());
+    } else {  // the whole list is in --json
+      std::printf(" %zu files, %s ... %s (--json lists them)", files.size(), files.front().get<std::string>().c_str(),
+                  files.back().get<std::string>().c_str());
+    }
     std::printf("\n");
   }
   std::printf("\npredicted tokens/s (host %s; link %s; decode at context %d; %.1f MB of weights per token at batch 1)\n",

@@ -94,7 +94,7 @@ RankCtx rank_ctx(const Cluster& cl, int rank, int busy_on_host) {
 Time hop(const LinkProfile& l, double bytes) { return {0, 0, l.hop_seconds(bytes)}; }
 
 Prediction finish(const char* mode, const char* phase, int64_t batch, double tokens, const Time& step,
-                  double group_latency) {
+                  double group_latency, double group_tokens) {
   Prediction p;
   p.mode = mode;
   p.phase = phase;
@@ -105,6 +105,7 @@ Prediction finish(const char* mode, const char* phase, int64_t batch, double tok
   p.compute_seconds = step.compute;
   p.link_seconds = step.link;
   p.group_latency_seconds = group_latency;
+  p.metrics_tokens_per_s = group_tokens / group_latency;
   p.bound = step.link >= std::max(step.memory, step.compute) ? "link"
             : step.memory >= step.compute                    ? "memory"
                                                              : "compute";
@@ -124,7 +125,7 @@ Time stage_time(const ModelCost& mc, const RankShare& share, const StepShape& s,
 }
 
 Prediction pipeline(const ModelCost& mc, const Layout& layout, const Cluster& cl, const char* phase, int64_t batch,
-                    int groups, const StepShape& s, double tokens) {
+                    int groups, const StepShape& s, double tokens, double group_tokens) {
   const int N = layout.size();
   Time sum, slowest;
   for (int r = 0; r < N; ++r) {
@@ -137,7 +138,9 @@ Prediction pipeline(const ModelCost& mc, const Layout& layout, const Cluster& cl
     slowest = slower(slowest, t);
   }
   const Time round = slower(slowest.scaled(groups), sum);
-  return finish("pipeline", phase, batch, tokens, round, sum.total());
+  // A group resubmits as soon as its tokens are back, so its submit-to-result
+  // time is the round, queueing at the slowest stage included.
+  return finish("pipeline", phase, batch, tokens, round, round.total(), group_tokens);
 }
 
 // P(a token has at least one of its k experts among `held` of E).
@@ -199,7 +202,7 @@ Prediction expert(const ModelCost& mc, const Layout& layout, const Cluster& cl, 
   for (int r = 0; r < N; ++r) head = slower(head, call(mc.lm_head, per_rank[size_t(r)].logits, ctx[size_t(r)]));
   step += head;
   if (N > 1) step += Time{0, 0, 2 * cl.link_between(0, N - 1).latency};  // the step out, the results back
-  return finish("expert", phase, batch, tokens, step, step.total());
+  return finish("expert", phase, batch, tokens, step, step.total(), tokens);
 }
 
 }  // namespace
@@ -225,10 +228,10 @@ std::vector<Prediction> predict(const ModelCost& mc, const Layout& layout, const
     for (int64_t B : o.batches) {
       const int groups = int(std::min<int64_t>(M, B));
       const double b = std::ceil(double(B) / double(groups));
-      out.push_back(pipeline(mc, layout, cl, "decode", B, groups, StepShape{b, b, ctx, b}, double(B)));
+      out.push_back(pipeline(mc, layout, cl, "decode", B, groups, StepShape{b, b, ctx, b}, double(B), double(B) / groups));
     }
     const double P = double(o.prefill_tokens);
-    out.push_back(pipeline(mc, layout, cl, "prefill", o.prefill_tokens, 1, StepShape{P, 1, P / 2, 1}, P));
+    out.push_back(pipeline(mc, layout, cl, "prefill", o.prefill_tokens, 1, StepShape{P, 1, P / 2, 1}, P, P));
   } else {
     for (int64_t B : o.batches) {
       std::vector<StepShape> per(static_cast<size_t>(N));

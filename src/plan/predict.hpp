@@ -55,7 +55,12 @@ struct Prediction {
   double step_seconds = 0;     // decode: one token for every sequence of the batch; prefill: one step
   std::string bound;           // what most of the step's time waits for: memory | compute | link
   double memory_seconds = 0, compute_seconds = 0, link_seconds = 0;  // the critical path's split
-  double group_latency_seconds = 0;  // pipeline: one group's step, submit to result (what --metrics times)
+  double group_latency_seconds = 0;  // one group's step, submit to result (what --metrics times): the round
+  // What `generate --metrics` reports as tokens_per_second.decode / .prefill:
+  // a step's tokens over its submit-to-result time, summed over steps. With
+  // several pipeline groups in flight that is one group's rate, not the
+  // throughput (tokens_per_s); with one group (1 rank, expert mode) the same.
+  double metrics_tokens_per_s = 0;
 };
 
 std::vector<Prediction> predict(const ModelCost& cost, const Layout& layout, const Cluster& cluster,
