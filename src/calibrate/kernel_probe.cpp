@@ -66,8 +66,8 @@ Owned make_matrix(MatFormat f, int64_t rows, int64_t cols) {
 
 // q8: the integer-dot path, activations quantized in every call (as a model step does).
 double seconds_per_call(const std::vector<Owned>& Ws, const std::vector<float>& x, int64_t n, std::vector<float>& y,
-                        ThreadPool& pool, bool q8, double min_trial_seconds) {
-  const bool cpu_time = pool.size() == 1;
+                        ThreadPool& pool, bool q8, double min_trial_seconds, bool wall_clock) {
+  const bool cpu_time = pool.size() == 1 && !wall_clock;
   size_t next = 0;
   Q8Rows xq;
   auto call = [&] {

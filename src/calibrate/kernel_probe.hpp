@@ -48,8 +48,9 @@ double best_seconds_per_call(Fn&& fn, bool cpu_time, double min_trial_seconds) {
 // Best of 5 trials of the seconds per call, cycling through Ws (distinct
 // matrices stream from memory; one matrix stays in cache); q8: the
 // integer-dot path, activations quantized in every call as a model step does.
-// One thread: this thread's CPU time (robust when other jobs share the cores).
+// One thread: this thread's CPU time (robust when other jobs share the cores)
+// unless wall_clock (what a run sees on a shared machine).
 double seconds_per_call(const std::vector<Owned>& Ws, const std::vector<float>& x, int64_t n, std::vector<float>& y,
-                        ThreadPool& pool, bool q8 = false, double min_trial_seconds = 0.1);
+                        ThreadPool& pool, bool q8 = false, double min_trial_seconds = 0.1, bool wall_clock = false);
 
 }  // namespace trillion

@@ -120,7 +120,7 @@ BOOST_AUTO_TEST_CASE(group_limited_routing_keeps_the_mean) {
   const int E = 256, G = 8, per = 32, keep = 4, k = 8;
   for (int B : {4, 32}) {
     double sum = 0;
-    const int trials = 400;
+    const int trials = 200;
     for (int t = 0; t < trials; ++t) {
       std::vector<bool> hit(E, false);
       for (int b = 0; b < B; ++b) {
@@ -141,6 +141,6 @@ BOOST_AUTO_TEST_CASE(group_limited_routing_keeps_the_mean) {
       }
       sum += double(std::count(hit.begin(), hit.end(), true));
     }
-    BOOST_TEST(sum / trials == expected_experts_touched(E, k, B), boost::test_tools::tolerance(0.02));
+    BOOST_TEST(sum / trials == expected_experts_touched(E, k, B), boost::test_tools::tolerance(0.03));
   }
 }
