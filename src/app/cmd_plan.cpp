@@ -17,6 +17,7 @@
 #include "app/plan_report.hpp"
 #include "app/run_options.hpp"
 #include "common/error.hpp"
+#include "model/kv_cache.hpp"
 #include "model/kv_pools.hpp"
 #include "model/linear.hpp"
 #include "parallel/run_footprint.hpp"
@@ -30,7 +31,7 @@ int run_plan(const Args& args) {
   std::string model_dir, config, quantize, hostfile, parallel = "pipeline", stages, activations = "auto";
   std::string host_memory, profile_path, link_path, batches = "1,8,32,128";
   int ranks = 0, ranks_per_host = 0, kv_slots = 8, kv_len = 4096, threads = 0, micro_batches = 0;
-  int64_t kv_tokens = 0, context = 256, step_tokens = 256;
+  int64_t kv_tokens = 0, context = -1, step_tokens = 256;
   bool as_json = false;
   po::options_description desc("options");
   desc.add_options()
@@ -56,7 +57,8 @@ int run_plan(const Args& args) {
       ("threads", po::value(&threads)->default_value(0), "threads per rank (0: the host's cores / its ranks)")
       ("batch", po::value(&batches)->default_value("1,8,32,128"), "decode batch sizes to predict")
       ("micro-batches", po::value(&micro_batches)->default_value(0), "pipeline groups in flight (0: one per stage)")
-      ("context", po::value(&context)->default_value(256), "cached positions per sequence while decoding")
+      ("context", po::value(&context)->default_value(-1),
+       "cached positions per sequence while decoding (default: 256, or max-len - 1 if less)")
       ("json", po::bool_switch(&as_json), "print JSON");
   if (!parse_args(args, "usage: trillion plan (--model DIR | --config FILE) (--ranks N | --hostfile F) [options]",
                   desc))
@@ -66,6 +68,7 @@ int run_plan(const Args& args) {
   if (kv_slots < 1 || kv_slots > 65536) throw InputError("--max-batch must be 1..65536");
   if (kv_len < 1) throw InputError("--max-len must be >= 1");
   if (kv_tokens < 0) throw InputError("--kv-cache-tokens must be >= 0");
+  if (context == -1) context = std::min<int64_t>(256, kv_len - 1);
   if (context < 0 || context >= kv_len) throw InputError("--context must be 0.." + std::to_string(kv_len - 1) + " (below --max-len)");
   if (step_tokens < 1 || step_tokens > 65536) throw InputError("--step-tokens must be 1..65536");
 
@@ -129,10 +132,12 @@ int run_plan(const Args& args) {
     const RankShare& s = layout.ranks[size_t(r)];
     const int32_t slots = mode == ParallelMode::expert ? std::max(1, KvPools::slots_in_pool(kv_slots, ranks, r)) : kv_slots;
     const RunFootprint f = run_footprint(cfg, shape, s.layers.size(), slots);
+    // The pool as the run allocates it (KvPools::pool_blocks over the rank's layers).
+    const int64_t kv = KvCache::pool_bytes(cfg, s.layers.size(), KvPools::pool_blocks(slots, kv_len, kv_tokens));
     const int64_t weights = share_bytes(cfg, man, s);
     const int64_t copy = copies ? share_int8_copy_bytes(cfg, man, s) : 0;
     const int h = hosts.host_of_rank[size_t(r)];
-    host_need[size_t(h)] += double(weights + copy) + f.kv_bytes + f.activation_bytes;
+    host_need[size_t(h)] += double(weights + copy + kv) + f.activation_bytes;
     rep.json["per_rank"].push_back({{"rank", r},
                                     {"host", hosts.host_names[size_t(h)]},
                                     {"layers", {s.layers.begin, s.layers.end - 1}},
@@ -141,7 +146,7 @@ int run_plan(const Args& args) {
                                     {"experts", {s.experts.begin, s.experts.end - 1}},
                                     {"weight_bytes", weights},
                                     {"int8_copy_bytes", copy},
-                                    {"kv_cache_bytes", int64_t(f.kv_bytes)},
+                                    {"kv_cache_bytes", kv},
                                     {"working_bytes", int64_t(f.activation_bytes)},
                                     {"files", share_files(cfg, man, s)}});
   }
