@@ -20,6 +20,7 @@
 
 #include "runtime/mpi_env.hpp"
 #include "runtime/rma_channel.hpp"
+#include "calibrate/channel_probe.hpp"
 
 using namespace trillion;
 using Clock = std::chrono::steady_clock;
@@ -51,25 +52,6 @@ Options parse(int argc, char** argv) {
 }
 
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
-
-// Round trips of `bytes` between ranks 0 and 1; returns one-way seconds.
-double pingpong_channel(RmaChannel& ch, std::vector<std::byte>& buf, size_t bytes, int iters) {
-  const int me = ch.rank();
-  std::span<std::byte> msg(buf.data(), bytes);
-  auto once = [&] {
-    if (me == 0) {
-      ch.send(1, 0, msg);
-      ch.recv_into(1, msg);
-    } else {
-      ch.recv_into(0, msg);
-      ch.send(0, 0, msg);
-    }
-  };
-  for (int i = 0; i < std::max(2, iters / 10); ++i) once();  // warm-up
-  auto t0 = Clock::now();
-  for (int i = 0; i < iters; ++i) once();
-  return seconds(t0, Clock::now()) / iters / 2;
-}
 
 double pingpong_mpi(const MpiEnv& env, std::vector<std::byte>& buf, size_t bytes, int iters) {
   const int me = env.rank();

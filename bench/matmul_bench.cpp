@@ -23,119 +23,27 @@
 #include "kernels/isa.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/matmul_q8.hpp"
+#include "calibrate/kernel_probe.hpp"
 
 using namespace trillion;
 
 namespace {
 
-struct Owned {
-  std::vector<uint8_t> data, scale;
-  QMatrix m;
-};
-
-Owned make(MatFormat f, int64_t rows, int64_t cols) {
-  std::mt19937_64 rng(1);
-  Owned o;
-  o.m.format = f;
-  o.m.rows = rows;
-  o.m.cols = cols;
-  const int64_t n = rows * cols;
-  const int64_t bytes = f == MatFormat::F32 ? 4 * n : f == MatFormat::BF16 ? 2 * n : (f == MatFormat::FP8_B128 || f == MatFormat::INT8_G32) ? n : n / 2;
-  o.data.resize(size_t(bytes));
-  for (auto& b : o.data) b = uint8_t(rng() & 0x3f);  // small finite values in every format
-  if (f == MatFormat::FP8_B128) {
-    o.m.scale_cols = (cols + 127) / 128;
-    o.scale.resize(size_t(4 * ((rows + 127) / 128) * o.m.scale_cols));
-    float* s = reinterpret_cast<float*>(o.scale.data());
-    for (size_t i = 0; i < o.scale.size() / 4; ++i) s[i] = 1e-3f;
-  } else if (f == MatFormat::INT4_G32 || f == MatFormat::INT8_G32) {
-    o.m.scale_cols = (cols + 31) / 32;
-    o.scale.resize(size_t(2 * rows * o.m.scale_cols));
-    uint16_t* s = reinterpret_cast<uint16_t*>(o.scale.data());
-    for (size_t i = 0; i < o.scale.size() / 2; ++i) s[i] = f32_to_bf16(0.05f);
-  }
-  o.m.data = o.data.data();
-  o.m.scale = o.scale.empty() ? nullptr : o.scale.data();
-  return o;
-}
-
-// One thread: CPU time of this thread (robust when other jobs share the
-// cores); more threads: wall time.
-double now(bool cpu_time) {
-  if (!cpu_time) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-
-// q8: the integer-dot path, activations quantized in every call (as a model step does).
-double seconds_per_call(const std::vector<Owned>& Ws, const std::vector<float>& x, int64_t n, std::vector<float>& y,
-                        ThreadPool& pool, bool q8 = false) {
-  const bool cpu_time = pool.size() == 1;
-  size_t next = 0;
-  Q8Rows xq;
-  auto call = [&] {
-    if (q8) {
-      quantize_q8(x.data(), n, Ws[next].m.cols, xq);
-      matmul_q8(Ws[next].m, xq, y.data(), pool);
-    } else {
-      matmul(Ws[next].m, x.data(), n, y.data(), pool);
-    }
-    next = (next + 1) % Ws.size();
-  };
-  call();  // warm up
-  double best = 1e30;
-  for (int trial = 0; trial < 5; ++trial) {
-    int reps = 0;
-    const double t0 = now(cpu_time);
-    double elapsed = 0;
-    do {
-      call();
-      ++reps;
-      elapsed = now(cpu_time) - t0;
-    } while (elapsed < 0.1);
-    best = std::min(best, elapsed / reps);
-  }
-  return best;
-}
-
-// Activations like a model's (random signs and sizes), so quantization sees real groups.
-std::vector<float> random_x(int64_t count) {
-  std::mt19937 rng(1);
-  std::normal_distribution<float> g(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(count));
-  for (float& v : x) v = g(rng);
-  return x;
-}
-
 // Mean wall seconds of fn() over calls, best of 5 trials.
 template <class Fn>
 double wall_per_call(Fn&& fn) {
-  fn();
-  double best = 1e30;
-  for (int trial = 0; trial < 5; ++trial) {
-    int reps = 0;
-    const double t0 = now(false);
-    double elapsed = 0;
-    do {
-      fn();
-      ++reps;
-      elapsed = now(false) - t0;
-    } while (elapsed < 0.05);
-    best = std::min(best, elapsed / reps);
-  }
-  return best;
+  return best_seconds_per_call(fn, false, 0.05);
 }
 
 void dispatch_latency(ThreadPool& pool) {
   const double empty = wall_per_call([&] { pool.parallel_for(pool.size(), 1, [](int64_t, int64_t) {}); });
   double fastest = 1e30;  // the latency when every thread is on a core (the mean counts preemptions too)
   for (int i = 0; i < 2000; ++i) {
-    const double t0 = now(false);
+    const double t0 = probe_clock(false);
     pool.parallel_for(pool.size(), 1, [](int64_t, int64_t) {});
-    fastest = std::min(fastest, now(false) - t0);
+    fastest = std::min(fastest, probe_clock(false) - t0);
   }
-  Owned o = make(MatFormat::INT8_G32, 512, 2048);
+  Owned o = make_matrix(MatFormat::INT8_G32, 512, 2048);
   std::vector<float> x(2048, 0.01f), y(512);
   const double mm = wall_per_call([&] { matmul(o.m, x.data(), 1, y.data(), pool); });
   std::printf("dispatch: empty parallel_for %.2f us mean (%.2f us fastest), 512x2048 INT8 n=1 matmul %.2f us (%.1f GB/s)\n",
@@ -167,7 +75,7 @@ int main(int argc, char** argv) {
     needle.append(key).append(",");
     if (only != "," && only.find(needle) == std::string::npos) continue;
     std::vector<Owned> Ws;
-    for (int i = 0; i < copies; ++i) Ws.push_back(make(f, rows, cols));
+    for (int i = 0; i < copies; ++i) Ws.push_back(make_matrix(f, rows, cols));
     const Owned& o = Ws.front();
     std::vector<float> x = random_x(32 * cols), y(size_t(32 * rows));
     const double t1 = seconds_per_call(Ws, x, 1, y, pool, q8);

@@ -4,147 +4,16 @@
 // FMA throughput. Other benchmarks print their figures as ratios to these.
 //   bench_memory [--mib 1024] [--json]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#define TRILLION_TARGET_AVX2 __attribute__((target("avx2,fma")))
-#else
-#define TRILLION_TARGET_AVX2
-#endif
+#include "calibrate/memory_probe.hpp"
 
-namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-// Sum of floats with 4 independent vector accumulators (enough loads in flight).
-#if defined(__x86_64__)
-TRILLION_TARGET_AVX2 float sum_avx2(const float* p, size_t n) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
-    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
-    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
-    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
-  }
-  __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  float t = 0;
-  for (float v : out) t += v;
-  for (; i < n; ++i) t += p[i];
-  return t;
-}
-
-// The same sum read as 4 concurrent sequential streams (the array's quarters):
-// a core pulls more with several streams in flight than with one (measured
-// here: 22-26 vs 14-18 GB/s on one core), and the matmul kernels read 4
-// streams (matmul_avx2.cpp), so this is the limit they are held to.
-TRILLION_TARGET_AVX2 float sum4_avx2(const float* p, size_t n) {
-  const size_t q = n / 4 / 8 * 8;
-  const float *p0 = p, *p1 = p + q, *p2 = p + 2 * q, *p3 = p + 3 * q;
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i < q; i += 8) {
-    a0 = _mm256_add_ps(a0, _mm256_load_ps(p0 + i));
-    a1 = _mm256_add_ps(a1, _mm256_load_ps(p1 + i));
-    a2 = _mm256_add_ps(a2, _mm256_load_ps(p2 + i));
-    a3 = _mm256_add_ps(a3, _mm256_load_ps(p3 + i));
-  }
-  __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  float t = 0;
-  for (float v : out) t += v;
-  for (size_t i = 4 * q; i < n; ++i) t += p[i];
-  return t;
-}
-
-// Independent FMA chains: 2 ports x 4-cycle latency needs >= 8 in flight.
-TRILLION_TARGET_AVX2 float fma_peak(long iters) {
-  __m256 a[10];
-  for (int k = 0; k < 10; ++k) a[k] = _mm256_set1_ps(1.0f + float(k) * 1e-3f);
-  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-  for (long i = 0; i < iters; ++i)
-    for (int k = 0; k < 10; ++k) a[k] = _mm256_fmadd_ps(a[k], m, c);
-  __m256 s = a[0];
-  for (int k = 1; k < 10; ++k) s = _mm256_add_ps(s, a[k]);
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  return out[0];
-}
-constexpr double kFlopsPerIter = 10 * 8 * 2;
-#else
-float sum_avx2(const float* p, size_t n) {
-  float a[8] = {};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) a[k] += p[i + size_t(k)];
-  float t = 0;
-  for (float v : a) t += v;
-  for (; i < n; ++i) t += p[i];
-  return t;
-}
-float sum4_avx2(const float* p, size_t n) {  // 4 streams, portable
-  const size_t q = n / 4;
-  float a[4] = {};
-  for (size_t i = 0; i < q; ++i)
-    for (int k = 0; k < 4; ++k) a[k] += p[size_t(k) * q + i];
-  float t = a[0] + a[1] + a[2] + a[3];
-  for (size_t i = 4 * q; i < n; ++i) t += p[i];
-  return t;
-}
-float fma_peak(long iters) {
-  float a[32];
-  for (int k = 0; k < 32; ++k) a[k] = 1.0f + float(k) * 1e-3f;
-  for (long i = 0; i < iters; ++i)
-    for (int k = 0; k < 32; ++k) a[k] = a[k] * 0.999999f + 1e-7f;
-  float s = 0;
-  for (float v : a) s += v;
-  return s;
-}
-constexpr double kFlopsPerIter = 32 * 2;
-#endif
-
-volatile float g_sink;
-
-// streams: 1 (sum_avx2) or 4 (sum4_avx2) per thread.
-double read_gbps(const std::vector<float*>& parts, size_t per_thread, int reps, int streams) {
-  double best = 0;
-  for (int r = 0; r < reps; ++r) {
-    std::vector<std::thread> ts;
-    auto t0 = clock_type::now();
-    for (size_t t = 0; t < parts.size(); ++t)
-      ts.emplace_back([&, t] {
-        g_sink = streams == 4 ? sum4_avx2(parts[t], per_thread) : sum_avx2(parts[t], per_thread);
-      });
-    for (auto& th : ts) th.join();
-    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
-    best = std::max(best, double(parts.size() * per_thread * sizeof(float)) / s / 1e9);
-  }
-  return best;
-}
-
-double fma_gflops(int threads) {
-  const long iters = 20'000'000;
-  double best = 0;
-  for (int r = 0; r < 3; ++r) {
-    std::vector<std::thread> ts;
-    auto t0 = clock_type::now();
-    for (int t = 0; t < threads; ++t) ts.emplace_back([&] { g_sink = fma_peak(iters); });
-    for (auto& th : ts) th.join();
-    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
-    best = std::max(best, double(threads) * double(iters) * kFlopsPerIter / s / 1e9);
-  }
-  return best;
-}
-
-}  // namespace
+using namespace trillion;
 
 int main(int argc, char** argv) {
   size_t mib = 1024;
@@ -158,14 +27,8 @@ int main(int argc, char** argv) {
     }
   }
   const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  const size_t n = mib * (1 << 20) / sizeof(float);
-  const size_t per = n / size_t(threads) / 32 * 32;
-  std::vector<float*> parts;
-  for (int t = 0; t < threads; ++t) {
-    float* p = static_cast<float*>(std::aligned_alloc(64, per * sizeof(float)));
-    for (size_t i = 0; i < per; ++i) p[i] = float(i & 7);  // touch every page
-    parts.push_back(p);
-  }
+  const size_t per = probe_floats_per_thread(threads, mib);
+  std::vector<float*> parts = probe_arrays(threads, per);
   std::vector<float*> one{parts[0]};
   // Alternated so that both patterns see the same machine state; the limit is
   // the better of the two.
@@ -178,7 +41,7 @@ int main(int argc, char** argv) {
   }
   const double r1 = std::max(r1_seq, r1_4), rn = std::max(rn_seq, rn_4);
   const double f1 = fma_gflops(1), fn = fma_gflops(threads);
-  for (float* p : parts) std::free(p);
+  free_probe_arrays(parts);
   if (json) {
     std::printf("{\"threads\": %d, \"read_gbps_1\": %.2f, \"read_gbps_all\": %.2f, \"fma_gflops_1\": %.1f, "
                 "\"fma_gflops_all\": %.1f, \"read_gbps_1_one_stream\": %.2f, \"read_gbps_all_one_stream\": %.2f, "

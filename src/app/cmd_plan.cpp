@@ -1,6 +1,10 @@
-// trillion plan --model DIR (--ranks N | --hostfile FILE [-np N]) [--parallel pipeline|expert] [--stages ...]
-// Which rank holds which layers and experts, the bytes each maps, and the
-// shard files each host needs (copy only those).
+// trillion plan (--model DIR | --config FILE|HF_DIR [--quantize FMT]) (--ranks N | --hostfile FILE)
+//   [--parallel pipeline|expert] [--host-memory 192G[,..]] [--profile HOST.json] [--link-profile LINK.json]
+//   [--batch 1,8,32,128] [--micro-batches K] [--context N] [--json] ...
+// Which rank holds which layers and experts, the memory each host needs
+// against what it has (weights, int8 copy, KV cache, working memory), the
+// shard files each host needs, and predicted tokens/s in both modes
+// (plan/predict.hpp) from the host and link profiles.
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -9,122 +13,192 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "app/plan_inputs.hpp"
+#include "app/plan_report.hpp"
 #include "app/run_options.hpp"
 #include "common/error.hpp"
 #include "model/kv_cache.hpp"
 #include "model/kv_pools.hpp"
 #include "model/linear.hpp"
-#include "plan/hostfile.hpp"
+#include "parallel/run_footprint.hpp"
 #include "plan/layout.hpp"
-#include "store/manifest.hpp"
-#include "store/model_store.hpp"
 
 namespace po = boost::program_options;
 
 namespace trillion::app {
 
-namespace {
-
-std::string gib(int64_t b) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f GiB", double(b) / double(1ll << 30));
-  return buf;
-}
-
-}  // namespace
-
 int run_plan(const Args& args) {
-  std::string model_dir, hostfile, parallel = "pipeline", stages, activations = "auto";
-  int ranks = 0, kv_slots = 8, kv_len = 4096;
-  int64_t kv_tokens = 0;
+  std::string model_dir, config, quantize, hostfile, parallel = "pipeline", stages, activations = "auto";
+  std::string host_memory, profile_path, link_path, batches = "1,8,32,128";
+  int ranks = 0, ranks_per_host = 0, kv_slots = 8, kv_len = 4096, threads = 0, micro_batches = 0;
+  int64_t kv_tokens = 0, context = -1, step_tokens = 256;
   bool as_json = false;
   po::options_description desc("options");
   desc.add_options()
-      ("model", po::value(&model_dir)->required(), "converted model directory")
+      ("model", po::value(&model_dir), "converted model directory")
+      ("config", po::value(&config), "a config.json (or a Hugging Face directory holding one): plan before converting")
+      ("quantize", po::value(&quantize), "with --config of a bf16 checkpoint: as after convert --quantize int8|int4|fp8")
       ("ranks,n", po::value(&ranks), "number of ranks (default: the hostfile's slots)")
       ("hostfile", po::value(&hostfile), "Open MPI hostfile: name the host of each rank")
-      ("parallel", po::value(&parallel)->default_value("pipeline"), "pipeline | expert")
+      ("ranks-per-host", po::value(&ranks_per_host)->default_value(0),
+       "without a hostfile: ranks on each host (0: all on one, or one each with --link-profile)")
+      ("host-memory", po::value(&host_memory), "memory of each host: one value (192G) or one per host (192G,512G); "
+                                               "default: the host profile's")
+      ("parallel", po::value(&parallel)->default_value("pipeline"), "pipeline | expert (the layout shown)")
       ("stages", po::value(&stages), "pipeline layer ranges per rank, e.g. 0-14,15-30")
-      ("max-batch", po::value(&kv_slots)->default_value(8), "sequence slots (for the KV cache estimate)")
-      ("max-len", po::value(&kv_len)->default_value(4096), "positions per slot (for the KV cache estimate)")
+      ("max-batch", po::value(&kv_slots)->default_value(8), "sequence slots (KV cache and working memory)")
+      ("max-len", po::value(&kv_len)->default_value(4096), "positions per slot (KV cache)")
       ("kv-cache-tokens", po::value(&kv_tokens)->default_value(0),
        "KV-cache positions per rank, as for generate (0: max-batch x max-len)")
+      ("step-tokens", po::value(&step_tokens)->default_value(256), "prefill tokens per step, as for generate")
       ("activations", po::value(&activations)->default_value("auto"), "compute path, as for generate: auto | f32 | int8")
+      ("profile", po::value(&profile_path), "host profile JSON (trillion calibrate, profiles/); default: built in")
+      ("link-profile", po::value(&link_path), "link profile JSON between hosts (profiles/tb5-*.json)")
+      ("threads", po::value(&threads)->default_value(0), "threads per rank (0: the host's cores / its ranks)")
+      ("batch", po::value(&batches)->default_value("1,8,32,128"), "decode batch sizes to predict")
+      ("micro-batches", po::value(&micro_batches)->default_value(0), "pipeline groups in flight (0: one per stage)")
+      ("context", po::value(&context)->default_value(-1),
+       "cached positions per sequence while decoding (default: 256, or max-len - 1 if less)")
       ("json", po::bool_switch(&as_json), "print JSON");
-  if (!parse_args(args, "usage: trillion plan --model DIR --ranks N [--parallel pipeline|expert]", desc)) return 0;
+  if (!parse_args(args, "usage: trillion plan (--model DIR | --config FILE) (--ranks N | --hostfile F) [options]",
+                  desc))
+    return 0;
+  if (threads < 0 || threads > 1024) throw InputError("--threads must be 0..1024");
+  if (micro_batches < 0 || micro_batches > 4096) throw InputError("--micro-batches must be 0..4096");
+  if (kv_slots < 1 || kv_slots > 65536) throw InputError("--max-batch must be 1..65536");
+  if (kv_len < 1) throw InputError("--max-len must be >= 1");
+  if (kv_tokens < 0) throw InputError("--kv-cache-tokens must be >= 0");
+  if (context == -1) context = std::min<int64_t>(256, kv_len - 1);
+  if (context < 0 || context >= kv_len) throw InputError("--context must be 0.." + std::to_string(kv_len - 1) + " (below --max-len)");
+  if (step_tokens < 1 || step_tokens > 65536) throw InputError("--step-tokens must be 1..65536");
 
-  std::vector<std::string> hosts;
-  if (!hostfile.empty()) {
-    auto entries = read_hostfile(hostfile);
-    if (ranks == 0)
-      for (const auto& h : entries) ranks += h.slots;
-    hosts = map_ranks(entries, ranks, hostfile);
+  // Profiles first: they are small and every error in them is the user's.
+  HostProfile host = default_host_profile();
+  LinkProfile local = default_link_profile(), link = local;
+  if (!profile_path.empty()) {
+    ProfileFile p = read_profile(profile_path);
+    if (!p.has_host) throw InputError("--profile " + profile_path + ": no \"host\" in it");
+    host = p.host;
+    if (p.has_link) local = link = p.link;  // measured between ranks of that host
   }
-  if (ranks < 1) throw InputError("give --ranks N (N >= 1) or --hostfile");
-  auto store = ModelStore::open(model_dir, StoreOptions{false});
-  const ModelConfig& cfg = store->config();
-  const Manifest& man = store->manifest();
+  if (!link_path.empty()) {
+    ProfileFile p = read_profile(link_path);
+    if (!p.has_link) throw InputError("--link-profile " + link_path + ": no \"link\" in it");
+    link = p.link;
+  }
+  const PlanHosts hosts = plan_hosts(hostfile, ranks, ranks_per_host, !link_path.empty());
+  ranks = int(hosts.host_of_rank.size());
+  std::vector<int64_t> memory(hosts.host_names.size(), host.memory_bytes);
+  if (!host_memory.empty()) {
+    std::vector<int64_t> given;
+    size_t at = 0;
+    while (at <= host_memory.size()) {
+      const size_t comma = std::min(host_memory.find(',', at), host_memory.size());
+      given.push_back(parse_bytes(host_memory.substr(at, comma - at), "--host-memory"));
+      at = comma + 1;
+    }
+    if (given.size() != 1 && given.size() != memory.size())
+      throw InputError("--host-memory: " + std::to_string(given.size()) + " values for " +
+                       std::to_string(memory.size()) + " hosts (give one, or one per host)");
+    for (size_t h = 0; h < memory.size(); ++h) memory[h] = given.size() == 1 ? given[0] : given[h];
+  }
+  PredictOptions popt;
+  popt.batches = parse_int_list(batches, "--batch");
+  popt.micro_batches = micro_batches;
+  popt.context = context;
+  popt.prefill_tokens = step_tokens;
+
+  const PlanModel pm = load_plan_model(model_dir, config, quantize);
+  const ModelConfig& cfg = pm.config;
+  const Manifest& man = pm.manifest;
   const Activations act = resolve_activations(activations, man.weight_format);
   const ParallelMode mode = parse_parallel_mode(parallel);
+  const ModelSizes sizes = model_sizes(cfg, man);
+  const Layout layout = make_layout(cfg, sizes, mode, ranks, stages);
+  const bool copies = requantizes_fp8(act, man.weight_format);
 
-  const Layout layout = make_layout(cfg, model_sizes(cfg, man), mode, ranks, stages);
-
-  // KV cache per rank: its pool of blocks (KvPools::pool_blocks, as the run allocates it) over its layers.
-  nlohmann::json j = {{"model", model_dir}, {"parallel", to_string(mode)}, {"ranks", ranks},
-                      {"activations", to_string(act)}};
-  std::map<std::string, std::set<std::string>> files_by_host;
+  PlanReport rep;
+  rep.json = {{"model", pm.source}, {"converted", pm.converted}, {"model_type", cfg.model_type},
+              {"weight_format", to_string(cfg.weight_format)}, {"parallel", to_string(mode)}, {"ranks", ranks},
+              {"activations", to_string(act)}, {"threads", threads}, {"context", context},
+              {"host_profile", to_json(host)}, {"link_profile", to_json(link)}, {"local_link_profile", to_json(local)}};
+  RunShape shape;
+  shape.slots = kv_slots;
+  shape.max_len = kv_len;
+  shape.kv_tokens = kv_tokens;
+  shape.step_tokens = step_tokens;
+  std::vector<double> host_need(memory.size(), 0);
   for (int r = 0; r < ranks; ++r) {
     const RankShare& s = layout.ranks[size_t(r)];
-    const int64_t slots = mode == ParallelMode::expert ? (kv_slots - r + ranks - 1) / ranks : kv_slots;
-    const int64_t kv = KvCache::pool_bytes(
-        cfg, s.layers.size(), KvPools::pool_blocks(int32_t(std::max<int64_t>(slots, 1)), kv_len, kv_tokens));
-    const auto files = share_files(cfg, man, s);
-    const std::string host = hosts.empty() ? "" : hosts[size_t(r)];
-    for (const auto& f : files) files_by_host[host.empty() ? "rank " + std::to_string(r) : host].insert(f);
-    j["per_rank"].push_back({{"rank", r},
-                             {"host", host},
-                             {"layers", {s.layers.begin, s.layers.end - 1}},
-                             {"embed", s.layers.has_embed},
-                             {"head", s.layers.has_head},
-                             {"experts", {s.experts.begin, s.experts.end - 1}},
-                             {"weight_bytes", share_bytes(cfg, man, s)},
-                             {"int8_copy_bytes", requantizes_fp8(act, man.weight_format) ? share_int8_copy_bytes(cfg, man, s) : 0},
-                             {"kv_cache_bytes", kv},
-                             {"files", files}});
+    const int32_t slots = mode == ParallelMode::expert ? std::max(1, KvPools::slots_in_pool(kv_slots, ranks, r)) : kv_slots;
+    const RunFootprint f = run_footprint(cfg, shape, s.layers.size(), slots);
+    // The pool as the run allocates it (KvPools::pool_blocks over the rank's layers).
+    const int64_t kv = KvCache::pool_bytes(cfg, s.layers.size(), KvPools::pool_blocks(slots, kv_len, kv_tokens));
+    const int64_t weights = share_bytes(cfg, man, s);
+    const int64_t copy = copies ? share_int8_copy_bytes(cfg, man, s) : 0;
+    const int h = hosts.host_of_rank[size_t(r)];
+    host_need[size_t(h)] += double(weights + copy + kv) + f.activation_bytes;
+    rep.json["per_rank"].push_back({{"rank", r},
+                                    {"host", hosts.host_names[size_t(h)]},
+                                    {"layers", {s.layers.begin, s.layers.end - 1}},
+                                    {"embed", s.layers.has_embed},
+                                    {"head", s.layers.has_head},
+                                    {"experts", {s.experts.begin, s.experts.end - 1}},
+                                    {"weight_bytes", weights},
+                                    {"int8_copy_bytes", copy},
+                                    {"kv_cache_bytes", kv},
+                                    {"working_bytes", int64_t(f.activation_bytes)},
+                                    {"files", share_files(cfg, man, s)}});
+  }
+  bool fits = true;
+  for (size_t h = 0; h < memory.size(); ++h) {
+    const double short_by = host_need[h] - double(memory[h]);
+    if (short_by > 0) fits = false;
+    std::set<std::string> files;
+    for (const auto& r : rep.json["per_rank"])
+      if (r["host"] == hosts.host_names[h])
+        for (const auto& f : r["files"]) files.insert(f.get<std::string>());
+    rep.json["per_host"].push_back({{"host", hosts.host_names[h]},
+                                    {"memory_bytes", memory[h]},
+                                    {"needed_bytes", int64_t(host_need[h])},
+                                    {"fits", short_by <= 0},
+                                    {"shortfall_bytes", short_by > 0 ? int64_t(short_by) : 0},
+                                    {"files", files}});
+  }
+  rep.json["fits"] = fits;
+
+  // Predictions for both modes, each with its own layout (the one shown above for --parallel).
+  const ModelCost cost = model_cost(cfg, man, act);
+  rep.json["bytes_per_token"] = cost.bytes_per_token();
+  Cluster cl;
+  cl.host_of_rank = hosts.host_of_rank;
+  cl.hosts.assign(memory.size(), host);
+  cl.link = link;
+  cl.local = local;
+  cl.threads = threads;
+  rep.json["predictions"] = nlohmann::json::array();
+  for (ParallelMode m : {ParallelMode::pipeline, ParallelMode::expert}) {
+    if (m == ParallelMode::expert && ranks > cfg.n_routed_experts) continue;
+    const Layout lay = m == mode ? layout : make_layout(cfg, sizes, m, ranks);
+    for (const Prediction& p : predict(cost, lay, cl, popt))
+      rep.json["predictions"].push_back({{"mode", p.mode},
+                                         {"phase", p.phase},
+                                         {"batch", p.batch},
+                                         {"tokens_per_s", p.tokens_per_s},
+                                         {"step_seconds", p.step_seconds},
+                                         {"bound", p.bound},
+                                         {"memory_seconds", p.memory_seconds},
+                                         {"compute_seconds", p.compute_seconds},
+                                         {"link_seconds", p.link_seconds},
+                                         {"group_latency_seconds", p.group_latency_seconds},
+                                         {"metrics_tokens_per_s", p.metrics_tokens_per_s}});
   }
   if (as_json) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << rep.json.dump(2) << "\n";
     return 0;
   }
-  std::printf("%s: %s, %lld layers, %lld routed experts per MoE layer; %s over %d rank%s\n", model_dir.c_str(),
-              cfg.model_type.c_str(), (long long)cfg.num_hidden_layers, (long long)cfg.n_routed_experts,
-              to_string(mode), ranks, ranks > 1 ? "s" : "");
-  std::printf("compute path: %s\n", act == Activations::int8
-                                       ? "int8 (activations quantized to int8, integer dot products with INT8/INT4 "
-                                         "weights, FP8 ones requantized to int8 at load; BF16 and the router in float32)"
-                                       : "f32 (float32 activations and accumulation: exact)");
-  const bool copies = requantizes_fp8(act, man.weight_format);
-  if (copies)
-    std::printf("FP8 weights on the int8 path: each rank also holds its FP8 linears as int8 groups (\"int8 copy\")\n");
-  std::printf("\n%-5s %-14s %-12s %-6s %-5s %-10s %-14s %-14s %s%s\n", "rank", "host", "layers", "embed", "head",
-              "experts", "weights", "kv cache", copies ? "int8 copy      " : "", "files");
-  for (const auto& r : j["per_rank"]) {
-    const std::string copy = copies ? gib(r["int8_copy_bytes"].get<int64_t>()) : "";
-    std::printf("%-5d %-14s %-12s %-6s %-5s %-10s %-14s %-14s %-*s%zu\n", r["rank"].get<int>(),
-                r["host"].get<std::string>().c_str(),
-                (std::to_string(r["layers"][0].get<int>()) + "-" + std::to_string(r["layers"][1].get<int>())).c_str(),
-                r["embed"].get<bool>() ? "yes" : "", r["head"].get<bool>() ? "yes" : "",
-                (std::to_string(r["experts"][0].get<int>()) + "-" + std::to_string(r["experts"][1].get<int>())).c_str(),
-                gib(r["weight_bytes"].get<int64_t>()).c_str(), gib(r["kv_cache_bytes"].get<int64_t>()).c_str(),
-                copies ? 15 : 0, copy.c_str(), r["files"].size());
-  }
-  std::printf("\nfiles each host needs (besides config.json, manifest.json and the tokenizer files):\n");
-  for (const auto& [host, files] : files_by_host) {
-    std::printf("  %s:", host.c_str());
-    for (const auto& f : files) std::printf(" %s", f.c_str());
-    std::printf("\n");
-  }
-  return 0;
+  print_plan(rep, copies);
+  return fits ? 0 : 1;  // refused: the shortfall is printed above (as an input error: exit 1)
 }
 
 }  // namespace trillion::app

@@ -25,7 +25,8 @@ const Command kCommands[] = {
     {"inspect", trillion::app::run_inspect, "show a converted model: config, sizes, shards (--verify)"},
     {"score", trillion::app::run_score, "log-probabilities and logits of token sequences"},
     {"generate", trillion::app::run_generate, "generate continuations for a prompt file"},
-    {"plan", trillion::app::run_plan, "which rank holds which layers/experts; files per host"},
+    {"plan", trillion::app::run_plan, "which rank holds which layers/experts; memory, files, predicted tokens/s"},
+    {"calibrate", trillion::app::run_calibrate, "measure this host (and link, under mpirun) into a profile"},
     {"tokenize", trillion::app::run_tokenize, "JSONL text -> token ids (--decode: ids -> text)"},
 };
 

@@ -1,0 +1,16 @@
+// What a hop between two ranks costs through RmaChannel (notified put,
+// credits): bench_channel prints it next to MPI_Send/Recv, and `trillion
+// calibrate` under mpirun writes latency and bandwidth into the link profile.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "runtime/rma_channel.hpp"
+
+namespace trillion {
+
+// Round trips of `bytes` between ranks 0 and 1 (both call it; other ranks
+// must not); returns the one-way seconds (round trip / 2).
+double pingpong_channel(RmaChannel& ch, std::vector<std::byte>& buf, size_t bytes, int iters);
+
+}  // namespace trillion

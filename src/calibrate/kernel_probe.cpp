@@ -1,0 +1,94 @@
+#include "calibrate/kernel_probe.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <random>
+
+#include "common/numeric.hpp"
+#include "kernels/matmul.hpp"
+#include "kernels/matmul_q8.hpp"
+
+namespace trillion {
+
+// One thread: CPU time of this thread (robust when other jobs share the
+// cores); more threads: wall time.
+double probe_clock(bool cpu_time) {
+  if (!cpu_time) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+Owned make_matrix(MatFormat f, int64_t rows, int64_t cols) {
+  std::mt19937_64 rng(1);
+  Owned o;
+  o.m.format = f;
+  o.m.rows = rows;
+  o.m.cols = cols;
+  const int64_t n = rows * cols;
+  const int64_t bytes = f == MatFormat::F32 ? 4 * n : f == MatFormat::BF16 ? 2 * n : (f == MatFormat::FP8_B128 || f == MatFormat::INT8_G32) ? n : n / 2;
+  o.data.resize(size_t(bytes));
+  for (auto& b : o.data) b = uint8_t(rng() & 0x3f);  // small finite values of the integer formats
+  // Float formats get normal values like a model's weights: random bytes
+  // would make 1 in 64 of them subnormal, and x86 FMAs on subnormals take
+  // microcode assists (measured: F32/BF16 stuck at 4 GFLOP/s at every batch).
+  if (f == MatFormat::F32 || f == MatFormat::BF16) {
+    std::normal_distribution<float> g(0.0f, 0.02f);
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = g(rng);
+      if (f == MatFormat::F32) {
+        std::memcpy(&o.data[size_t(4 * i)], &v, 4);
+      } else {
+        const uint16_t h = f32_to_bf16(v);
+        std::memcpy(&o.data[size_t(2 * i)], &h, 2);
+      }
+    }
+  } else if (f == MatFormat::FP8_B128) {  // e4m3 codes with exponent 1..14: normal, finite
+    for (auto& b : o.data) b = uint8_t((rng() & 0x80) | ((1 + rng() % 14) << 3) | (rng() & 7));
+  }
+  if (f == MatFormat::FP8_B128) {
+    o.m.scale_cols = (cols + 127) / 128;
+    o.scale.resize(size_t(4 * ((rows + 127) / 128) * o.m.scale_cols));
+    float* s = reinterpret_cast<float*>(o.scale.data());
+    for (size_t i = 0; i < o.scale.size() / 4; ++i) s[i] = 1e-3f;
+  } else if (f == MatFormat::INT4_G32 || f == MatFormat::INT8_G32) {
+    o.m.scale_cols = (cols + 31) / 32;
+    o.scale.resize(size_t(2 * rows * o.m.scale_cols));
+    uint16_t* s = reinterpret_cast<uint16_t*>(o.scale.data());
+    for (size_t i = 0; i < o.scale.size() / 2; ++i) s[i] = f32_to_bf16(0.05f);
+  }
+  o.m.data = o.data.data();
+  o.m.scale = o.scale.empty() ? nullptr : o.scale.data();
+  return o;
+}
+
+// q8: the integer-dot path, activations quantized in every call (as a model step does).
+double seconds_per_call(const std::vector<Owned>& Ws, const std::vector<float>& x, int64_t n, std::vector<float>& y,
+                        ThreadPool& pool, bool q8, double min_trial_seconds, bool wall_clock) {
+  const bool cpu_time = pool.size() == 1 && !wall_clock;
+  size_t next = 0;
+  Q8Rows xq;
+  auto call = [&] {
+    if (q8) {
+      quantize_q8(x.data(), n, Ws[next].m.cols, xq);
+      matmul_q8(Ws[next].m, xq, y.data(), pool);
+    } else {
+      matmul(Ws[next].m, x.data(), n, y.data(), pool);
+    }
+    next = (next + 1) % Ws.size();
+  };
+  return best_seconds_per_call(call, cpu_time, min_trial_seconds);
+}
+
+// Activations like a model's (random signs and sizes), so quantization sees real groups.
+std::vector<float> random_x(int64_t count) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(count));
+  for (float& v : x) v = g(rng);
+  return x;
+}
+
+}  // namespace trillion

@@ -1,0 +1,56 @@
+// Kernel rates of the matmul paths per weight format and batch size, as
+// bench_matmul prints them and `trillion calibrate` writes them into a host
+// profile: a synthetic matrix of each format (small finite values), and the
+// best time per call of matmul (f32 path) or quantize + matmul_q8 (int8 path).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "common/thread_pool.hpp"
+#include "kernels/qmatrix.hpp"
+
+namespace trillion {
+
+struct Owned {
+  std::vector<uint8_t> data, scale;
+  QMatrix m;
+};
+
+// A rows x cols matrix of format f, owning its bytes.
+Owned make_matrix(MatFormat f, int64_t rows, int64_t cols);
+
+// Activations like a model's (random signs and sizes), so quantization sees real groups.
+std::vector<float> random_x(int64_t count);
+
+// Seconds now: this thread's CPU time (cpu_time) or the steady clock.
+double probe_clock(bool cpu_time);
+
+// Mean seconds per fn() call over a trial of at least min_trial_seconds,
+// best of 5 trials, after one warm-up call.
+template <class Fn>
+double best_seconds_per_call(Fn&& fn, bool cpu_time, double min_trial_seconds) {
+  fn();
+  double best = 1e30;
+  for (int trial = 0; trial < 5; ++trial) {
+    int reps = 0;
+    const double t0 = probe_clock(cpu_time);
+    double elapsed = 0;
+    do {
+      fn();
+      ++reps;
+      elapsed = probe_clock(cpu_time) - t0;
+    } while (elapsed < min_trial_seconds);
+    best = elapsed / reps < best ? elapsed / reps : best;
+  }
+  return best;
+}
+
+// Best of 5 trials of the seconds per call, cycling through Ws (distinct
+// matrices stream from memory; one matrix stays in cache); q8: the
+// integer-dot path, activations quantized in every call as a model step does.
+// One thread: this thread's CPU time (robust when other jobs share the cores)
+// unless wall_clock (what a run sees on a shared machine).
+double seconds_per_call(const std::vector<Owned>& Ws, const std::vector<float>& x, int64_t n, std::vector<float>& y,
+                        ThreadPool& pool, bool q8 = false, double min_trial_seconds = 0.1, bool wall_clock = false);
+
+}  // namespace trillion

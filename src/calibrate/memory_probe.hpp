@@ -1,0 +1,31 @@
+// Measures of this machine's limits for the roofline: read bandwidth of a
+// STREAM-like sum over a large array (the better of one sequential stream and
+// four concurrent streams per thread) and peak FP32 FMA throughput. Used by
+// bench_memory and by `trillion calibrate` (the host profile `plan` reads).
+#pragma once
+#include <cstddef>
+#include <vector>
+
+namespace trillion {
+
+// Best GB/s (1e9 bytes/s) of `reps` concurrent sums, one thread per part, of
+// per_thread floats each; streams: 1 (one sequential pass) or 4 (the part's
+// quarters at once).
+double read_gbps(const std::vector<float*>& parts, size_t per_thread, int reps, int streams);
+
+// Best GFLOP/s of FP32 FMA chains on `threads` threads.
+double fma_gflops(int threads);
+
+// `threads` arrays of per_thread floats each (64-byte aligned, every page
+// touched) for read_gbps; free_probe_arrays releases them.
+std::vector<float*> probe_arrays(int threads, size_t per_thread);
+void free_probe_arrays(std::vector<float*>& parts);
+// Floats per thread for `threads` threads over `mib` MiB (a multiple of 32).
+size_t probe_floats_per_thread(int threads, size_t mib);
+
+// Read bandwidth of `threads` threads over `mib` MiB in all (allocated,
+// touched and freed here): the better of one and four streams per thread,
+// best of `rounds` alternations. GB/s.
+double measure_read_gbps(int threads, size_t mib, int rounds = 2);
+
+}  // namespace trillion

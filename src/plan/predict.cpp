@@ -1,0 +1,252 @@
+#include "plan/predict.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.hpp"
+
+namespace trillion {
+namespace {
+
+// Seconds of a piece of work, split by what it waits for.
+struct Time {
+  double memory = 0, compute = 0, link = 0;
+  double total() const { return memory + compute + link; }
+  Time& operator+=(const Time& o) {
+    memory += o.memory;
+    compute += o.compute;
+    link += o.link;
+    return *this;
+  }
+  Time scaled(double f) const { return {memory * f, compute * f, link * f}; }
+};
+Time slower(const Time& a, const Time& b) { return a.total() >= b.total() ? a : b; }
+
+// One rank as it runs: its host's figures, its threads, its share of the bandwidth.
+struct RankCtx {
+  const HostProfile* host = nullptr;
+  int threads = 1;
+  double bandwidth = 1;
+};
+
+// A roofline segment: bytes streamed and FLOP at `rate` overlap; the slower decides.
+Time roofline(double bytes, double flop, double rate, const RankCtx& c, double fixed = 0) {
+  const double mem = bytes / c.bandwidth, comp = flop / (rate * double(c.threads));
+  const double t = std::max(mem, comp) + fixed;
+  return mem >= comp ? Time{t, 0, 0} : Time{0, t, 0};
+}
+
+Time call(const MatrixCost& m, double rows, const RankCtx& c) {
+  if (rows <= 0 || m.rows == 0) return {};
+  return roofline(double(m.bytes), m.flop_per_row() * rows, c.host->kernel_rate(m.kernel, rows), c,
+                  c.host->dispatch_seconds);
+}
+
+// Attention over the cache for `rows` rows of `seqs` sequences at mean position `pos`.
+Time cache_attention(const ModelCost& mc, double rows, double seqs, double pos, const RankCtx& c) {
+  if (rows <= 0) return {};
+  return roofline(seqs * pos * double(mc.cache_bytes_per_position()), rows * (pos + 1) * mc.cache_flop_per_position(),
+                  c.host->vector_flops_per_core, c);
+}
+
+// Routed experts of one layer: `held` of the model's experts receive `pairs`
+// (token, expert) pairs from `tokens` distinct tokens.
+Time experts(const ModelCost& mc, const LayerCost& L, double held, double tokens, const RankCtx& c) {
+  if (tokens <= 0 || held <= 0) return {};
+  const double touched = held / double(mc.n_experts) * expected_experts_touched(mc.n_experts, mc.top_k, tokens);
+  const double pairs = tokens * double(mc.top_k) * held / double(mc.n_experts);
+  const double rows = pairs / touched;  // per touched expert
+  Time t;
+  for (const MatrixCost& m : L.expert) {
+    Time one = roofline(double(m.bytes), m.flop_per_row() * rows, c.host->kernel_rate(m.kernel, rows), c);
+    t += one.scaled(touched);
+  }
+  return t;
+}
+
+// Attention (+ the dense MLP or the router and shared experts) of one layer for `rows` rows.
+Time layer_dense(const ModelCost& mc, const LayerCost& L, double rows, double seqs, double pos, const RankCtx& c) {
+  Time t;
+  for (const MatrixCost& m : L.attention) t += call(m, rows, c);
+  t += cache_attention(mc, rows, seqs, pos, c);
+  for (const MatrixCost& m : L.mlp) t += call(m, rows, c);
+  if (L.moe) t += call(L.router, rows, c);
+  return t;
+}
+
+// What one step has: rows, sequences, the mean cached position, logit rows.
+struct StepShape {
+  double rows, seqs, pos, logits;
+};
+
+RankCtx rank_ctx(const Cluster& cl, int rank, int busy_on_host) {
+  RankCtx c;
+  const int h = cl.host_of_rank[size_t(rank)];
+  c.host = &cl.hosts[size_t(h)];
+  const int ranks_here = cl.ranks_on(h);
+  // Threads beyond the cores left by the host's other busy ranks add nothing.
+  const int busy = std::min(std::max(1, busy_on_host), ranks_here);
+  c.threads = std::max(1, std::min(cl.threads_of(rank), std::max(1, c.host->cores / busy)));
+  c.bandwidth = c.host->rank_bandwidth(c.threads, busy);
+  return c;
+}
+
+Time hop(const LinkProfile& l, double bytes) { return {0, 0, l.hop_seconds(bytes)}; }
+
+Prediction finish(const char* mode, const char* phase, int64_t batch, double tokens, const Time& step,
+                  double group_latency, double group_tokens) {
+  Prediction p;
+  p.mode = mode;
+  p.phase = phase;
+  p.batch = batch;
+  p.step_seconds = step.total();
+  p.tokens_per_s = tokens / p.step_seconds;
+  p.memory_seconds = step.memory;
+  p.compute_seconds = step.compute;
+  p.link_seconds = step.link;
+  p.group_latency_seconds = group_latency;
+  p.metrics_tokens_per_s = group_tokens / group_latency;
+  p.bound = step.link >= std::max(step.memory, step.compute) ? "link"
+            : step.memory >= step.compute                    ? "memory"
+                                                             : "compute";
+  return p;
+}
+
+// One stage's work for one group.
+Time stage_time(const ModelCost& mc, const RankShare& share, const StepShape& s, const RankCtx& c) {
+  Time t;
+  for (int64_t l = share.layers.begin; l < share.layers.end; ++l) {
+    const LayerCost& L = mc.layers[size_t(l)];
+    t += layer_dense(mc, L, s.rows, s.seqs, s.pos, c);
+    if (L.moe) t += experts(mc, L, double(share.experts.size()), s.rows, c);
+  }
+  if (share.layers.has_head) t += call(mc.lm_head, s.logits, c);
+  return t;
+}
+
+Prediction pipeline(const ModelCost& mc, const Layout& layout, const Cluster& cl, const char* phase, int64_t batch,
+                    int groups, const StepShape& s, double tokens, double group_tokens) {
+  const int N = layout.size();
+  Time sum, slowest;
+  for (int r = 0; r < N; ++r) {
+    // Stages of one host run at once only when several groups are in flight.
+    const RankCtx c = rank_ctx(cl, r, groups);
+    Time t = stage_time(mc, layout.ranks[size_t(r)], s, c);
+    const double bytes = r + 1 < N ? s.rows * double(mc.hidden) * 4 + 64 : s.logits * 16 + 64;
+    if (N > 1) t += hop(cl.link_between(r, (r + 1) % N), bytes);
+    sum += t;
+    slowest = slower(slowest, t);
+  }
+  const Time round = slower(slowest.scaled(groups), sum);
+  // A group resubmits as soon as its tokens are back, so its submit-to-result
+  // time is the round, queueing at the slowest stage included.
+  return finish("pipeline", phase, batch, tokens, round, round.total(), group_tokens);
+}
+
+// P(a token has at least one of its k experts among `held` of E).
+double touches(int64_t E, int64_t k, double held) {
+  double none = 1;
+  for (int64_t i = 0; i < k; ++i) none *= std::max(0.0, (double(E) - held - double(i)) / double(E - i));
+  return 1 - none;
+}
+
+Prediction expert(const ModelCost& mc, const Layout& layout, const Cluster& cl, const char* phase, int64_t batch,
+                  const std::vector<StepShape>& per_rank, double tokens) {
+  const int N = layout.size();
+  std::vector<RankCtx> ctx;
+  for (int r = 0; r < N; ++r) ctx.push_back(rank_ctx(cl, r, cl.ranks_on(cl.host_of_rank[size_t(r)])));
+  double all_rows = 0;
+  for (const auto& s : per_rank) all_rows += s.rows;
+  // All-to-all: every rank sends to every other at once; the slowest pair
+  // (per-pair links between hosts; one host's pairs share its memory) decides.
+  auto exchange = [&](auto bytes_rq) {
+    double worst = 0;
+    for (int r = 0; r < N; ++r) {
+      double local = 0, remote = 0;
+      for (int q = 0; q < N; ++q) {
+        if (q == r) continue;
+        const double b = bytes_rq(r, q) + 16;
+        if (cl.host_of_rank[size_t(r)] == cl.host_of_rank[size_t(q)])
+          local += b;
+        else
+          remote = std::max(remote, b);
+      }
+      worst = std::max({worst, local > 0 ? cl.local.hop_seconds(local) : 0.0,
+                        remote > 0 ? cl.link.hop_seconds(remote) : 0.0});
+    }
+    return Time{0, 0, worst};
+  };
+  const double d4 = double(mc.hidden) * 4, k = double(mc.top_k);
+  Time step;
+  for (const LayerCost& L : mc.layers) {
+    Time a;
+    for (int r = 0; r < N; ++r) {
+      const StepShape& s = per_rank[size_t(r)];
+      Time t = s.rows > 0 ? layer_dense(mc, L, s.rows, s.seqs, s.pos, ctx[size_t(r)]) : Time{};
+      if (N == 1 && L.moe) t += experts(mc, L, double(mc.n_experts), s.rows, ctx[size_t(r)]);
+      a = slower(a, t);
+    }
+    step += a;
+    if (!L.moe || N == 1) continue;
+    auto held = [&](int q) { return double(layout.ranks[size_t(q)].experts.size()); };
+    step += exchange([&](int r, int q) {
+      return per_rank[size_t(r)].rows * (touches(mc.n_experts, mc.top_k, held(q)) * d4 +
+                                        k * held(q) / double(mc.n_experts) * 8);
+    });
+    Time c;
+    for (int q = 0; q < N; ++q) c = slower(c, experts(mc, L, held(q), all_rows, ctx[size_t(q)]));
+    step += c;
+    step += exchange([&](int r, int q) { return per_rank[size_t(r)].rows * k * held(q) / double(mc.n_experts) * d4; });
+  }
+  Time head;
+  for (int r = 0; r < N; ++r) head = slower(head, call(mc.lm_head, per_rank[size_t(r)].logits, ctx[size_t(r)]));
+  step += head;
+  if (N > 1) step += Time{0, 0, 2 * cl.link_between(0, N - 1).latency};  // the step out, the results back
+  return finish("expert", phase, batch, tokens, step, step.total(), tokens);
+}
+
+}  // namespace
+
+int Cluster::ranks_on(int host) const {
+  return int(std::count(host_of_rank.begin(), host_of_rank.end(), host));
+}
+
+int Cluster::threads_of(int rank) const {
+  if (threads > 0) return threads;
+  const int h = host_of_rank[size_t(rank)];
+  return std::max(1, hosts[size_t(h)].cores / std::max(1, ranks_on(h)));
+}
+
+std::vector<Prediction> predict(const ModelCost& mc, const Layout& layout, const Cluster& cl,
+                                const PredictOptions& o) {
+  const int N = layout.size();
+  if (int(cl.host_of_rank.size()) != N) throw Error("predict: host_of_rank does not match the layout");
+  std::vector<Prediction> out;
+  const double ctx = double(o.context);
+  if (layout.mode == ParallelMode::pipeline) {
+    const int M = o.micro_batches > 0 ? o.micro_batches : N;
+    for (int64_t B : o.batches) {
+      const int groups = int(std::min<int64_t>(M, B));
+      const double b = std::ceil(double(B) / double(groups));
+      out.push_back(pipeline(mc, layout, cl, "decode", B, groups, StepShape{b, b, ctx, b}, double(B), double(B) / groups));
+    }
+    const double P = double(o.prefill_tokens);
+    out.push_back(pipeline(mc, layout, cl, "prefill", o.prefill_tokens, 1, StepShape{P, 1, P / 2, 1}, P, P));
+  } else {
+    for (int64_t B : o.batches) {
+      std::vector<StepShape> per(static_cast<size_t>(N));
+      for (int r = 0; r < N; ++r) {
+        const double b = double(B / N + (r < B % N ? 1 : 0));  // slot s on rank s mod N
+        per[size_t(r)] = StepShape{b, b, ctx, b};
+      }
+      out.push_back(expert(mc, layout, cl, "decode", B, per, double(B)));
+    }
+    std::vector<StepShape> per(size_t(N), StepShape{0, 0, 0, 0});
+    const double P = double(o.prefill_tokens);
+    per[0] = StepShape{P, 1, P / 2, 1};
+    out.push_back(expert(mc, layout, cl, "prefill", o.prefill_tokens, per, P));
+  }
+  return out;
+}
+
+}  // namespace trillion

@@ -1,0 +1,69 @@
+// Predicted tokens/s of a layout on a cluster (DESIGN "Scaling studies"): a
+// roofline of each rank's work per step, following how the engine executes
+// it (parallel/pipeline.cpp, parallel/expert.cpp, parallel/rma_experts.cpp):
+//  - each matrix call costs max(bytes / the rank's bandwidth, FLOP / (kernel
+//    rate at its rows x threads)) plus one thread-pool dispatch; attention
+//    over the cache costs its float32 FLOP and the cache bytes it reads;
+//  - routed experts: a step of b tokens touches E(1-(1-k/E)^b) experts of a
+//    layer (model_cost.hpp), each reading its weights once and running its
+//    share of the b k rows;
+//  - pipeline: the batch is split into min(micro-batches, batch) groups; a
+//    round of all groups takes max(groups x the slowest stage, the sum of
+//    the stages and hops of one group) (a group's next step needs its
+//    tokens back); ranks of one host share its bandwidth when their stages
+//    run at once;
+//  - expert: every rank runs attention, dense layers and shared experts for
+//    its own sequences (slot mod ranks), and at each MoE layer waits for the
+//    slowest rank, dispatches (latency + bytes), runs the pairs its experts
+//    received, and combines (latency + bytes).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plan/layout.hpp"
+#include "plan/model_cost.hpp"
+#include "plan/profile.hpp"
+
+namespace trillion {
+
+struct Cluster {
+  std::vector<int> host_of_rank;    // host index of each rank
+  std::vector<HostProfile> hosts;   // by host index
+  LinkProfile link;                 // between ranks on different hosts
+  LinkProfile local;                // between ranks of one host
+  int threads = 0;                  // threads per rank; 0: the host's cores / its ranks (as generate)
+  int ranks_on(int host) const;
+  int threads_of(int rank) const;
+  const LinkProfile& link_between(int a, int b) const {
+    return host_of_rank[size_t(a)] == host_of_rank[size_t(b)] ? local : link;
+  }
+};
+
+struct PredictOptions {
+  std::vector<int64_t> batches = {1, 8, 32, 128};
+  int micro_batches = 0;        // pipeline groups; 0: one per stage (as generate)
+  int64_t context = 256;        // cached positions per sequence while decoding
+  int64_t prefill_tokens = 256; // rows of one prefill step (generate's --step-tokens)
+};
+
+struct Prediction {
+  std::string mode;   // "pipeline" | "expert"
+  std::string phase;  // "decode" | "prefill"
+  int64_t batch = 0;  // sequences decoding together; prefill: the step's prompt tokens
+  double tokens_per_s = 0;
+  double step_seconds = 0;     // decode: one token for every sequence of the batch; prefill: one step
+  std::string bound;           // what most of the step's time waits for: memory | compute | link
+  double memory_seconds = 0, compute_seconds = 0, link_seconds = 0;  // the critical path's split
+  double group_latency_seconds = 0;  // one group's step, submit to result (what --metrics times): the round
+  // What `generate --metrics` reports as tokens_per_second.decode / .prefill:
+  // a step's tokens over its submit-to-result time, summed over steps. With
+  // several pipeline groups in flight that is one group's rate, not the
+  // throughput (tokens_per_s); with one group (1 rank, expert mode) the same.
+  double metrics_tokens_per_s = 0;
+};
+
+std::vector<Prediction> predict(const ModelCost& cost, const Layout& layout, const Cluster& cluster,
+                                const PredictOptions& opts);
+
+}  // namespace trillion

@@ -1,0 +1,79 @@
+"""`trillion plan` before the download and with profiles: a plan from the HF
+checkpoint's config.json holds exactly what the converted model's does
+(weight bytes and shard files per rank, both modes); DeepSeek-V3's real
+config fits on four 192 GB hosts and is refused, with the shortfall, on
+four 100 GB ones; predictions cover both modes, decode batches and prefill;
+bad flags and profiles are clear errors; `trillion calibrate` writes a
+profile `plan` reads."""
+import json
+import os
+
+from harness import ROOT, run, start
+
+args, f, hf, model, case = start("plan", preset="tiny", fmt="fp8")
+T = args.trillion
+PROFILES = os.path.join(ROOT, "profiles")
+
+
+def plan(*extra, check=True):
+    p = run([T, "plan", *extra, "--json"], check=check)
+    return json.loads(p.stdout) if p.returncode == 0 else p
+
+
+# 1. --config (the HF directory) plans what the conversion holds.
+for mode in ("pipeline", "expert"):
+    a = plan("--model", model, "--ranks", "2", "--parallel", mode)
+    b = plan("--config", hf, "--ranks", "2", "--parallel", mode)
+    for ra, rb in zip(a["per_rank"], b["per_rank"]):
+        f.check(ra["weight_bytes"] == rb["weight_bytes"] and ra["files"] == rb["files"],
+                f"{mode} rank {ra['rank']}: --config {rb['weight_bytes']} bytes {len(rb['files'])} files, "
+                f"--model {ra['weight_bytes']} bytes {len(ra['files'])} files")
+    f.check(a["bytes_per_token"] == b["bytes_per_token"], f"{mode}: bytes per token agree")
+
+# 2. The real DeepSeek-V3 config on four Mac Studios.
+ds = os.path.join(PROFILES, "models", "deepseek-v3.json")
+m2 = ["--profile", os.path.join(PROFILES, "mac-studio-m2-ultra-192g.json"),
+      "--link-profile", os.path.join(PROFILES, "tb5-rdma.json")]
+j = plan("--config", ds, "--ranks", "4", *m2)
+f.check(j["fits"] and len(j["per_host"]) == 4, "DeepSeek-V3 FP8 fits on four 192 GB hosts")
+f.check(abs(sum(r["weight_bytes"] for r in j["per_rank"]) / 1e9 - 680) < 15, "about 680 GB of FP8 weights")
+keys = {(p["mode"], p["phase"], p["batch"]) for p in j["predictions"]}
+want = {(m, "decode", b) for m in ("pipeline", "expert") for b in (1, 8, 32, 128)} | \
+       {(m, "prefill", 256) for m in ("pipeline", "expert")}
+f.check(keys == want, f"predictions for both modes, batches and prefill: {sorted(keys)}")
+f.check(all(p["tokens_per_s"] > 0 and p["bound"] in ("memory", "compute", "link") for p in j["predictions"]),
+        "every prediction has a rate and a bound")
+rate = {(p["mode"], p["batch"]): p["tokens_per_s"] for p in j["predictions"] if p["phase"] == "decode"}
+f.check(rate[("pipeline", 128)] > 4 * rate[("pipeline", 1)], "batching raises pipeline throughput")
+small = run([T, "plan", "--config", ds, "--ranks", "4", "--host-memory", "100G", *m2], check=False)
+f.check(small.returncode == 1 and "DOES NOT FIT" in small.stdout and "short" in small.stdout,
+        f"four 100 GB hosts are refused with the shortfall (exit {small.returncode})")
+j = plan("--config", ds, "--ranks", "4", "--host-memory", "100G", *m2)
+f.check(not j["fits"] and all(h["shortfall_bytes"] > 0 for h in j["per_host"]), "--json says fits: false")
+
+# 3. Errors name the flag or the field.
+f.expect_error([T, "plan", "--config", ds, "--ranks", "4", "--host-memory", "12X"], ["--host-memory", "12X"],
+               "a bad size")
+f.expect_error([T, "plan", "--config", ds, "--ranks", "4", "--ranks-per-host", "1", "--host-memory", "1G,2G"], ["--host-memory", "4 hosts"],
+               "one memory per host")
+f.expect_error([T, "plan", "--config", ds, "--ranks", "2", "--batch", "1,0"], ["--batch", "\"0\""], "a zero batch")
+bad = os.path.join(case, "bad-profile.json")
+with open(bad, "w") as fp:
+    json.dump({"host": {"name": "x", "memory_bytes": 1e9, "cores": 2, "vector_flops_per_core": 1e9,
+                        "kernels": {"fp8/f32": {"1": 1e9}}}}, fp)
+f.expect_error([T, "plan", "--config", ds, "--ranks", "2", "--profile", bad], [bad, "bandwidth_bytes_per_s"],
+               "a profile without bandwidth")
+f.expect_error([T, "plan", "--config", ds, "--model", model, "--ranks", "2"], ["--model", "--config"],
+               "--model and --config together")
+f.expect_error([T, "plan", "--config", ds, "--ranks", "2", "--quantize", "int8"], ["--quantize", "bf16"],
+               "--quantize of an FP8 config")
+
+# 4. calibrate writes a profile plan reads.
+prof = os.path.join(case, "this-host.json")
+run([T, "calibrate", "--quick", "--mib", "16", "--output", prof, "--name", "e2e-host"])
+p = json.load(open(prof))
+f.check(p["host"]["name"] == "e2e-host" and "fp8/f32" in p["host"]["kernels"] and
+        all(v.startswith("measured") for v in p["host"]["sources"].values()), "calibrate: labelled measured figures")
+j = plan("--model", model, "--ranks", "2", "--profile", prof)
+f.check(j["host_profile"]["name"] == "e2e-host" and j["predictions"], "plan reads the calibrated profile")
+f.finish()

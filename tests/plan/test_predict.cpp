@@ -1,0 +1,149 @@
+#define BOOST_TEST_MODULE predict
+#include <boost/test/unit_test.hpp>
+
+#include "plan/predict.hpp"
+
+using namespace trillion;
+namespace tt = boost::test_tools;
+
+namespace {
+
+// A model small enough to work out by hand: hidden 1000; layer 0 dense, layer 1
+// MoE (4 experts, top 2); one 1000 x 1000 attention matrix per layer (1 MB),
+// a router [4, 1000] (8 kB), an expert of one 100 x 1000 matrix (100 kB), a
+// head [10, 1000] (10 kB); no cache attention (no heads).
+ModelCost toy() {
+  ModelCost c;
+  c.n_experts = 4;
+  c.top_k = 2;
+  c.hidden = 1000;
+  c.vocab = 10;
+  const MatrixCost attn{"attn", "k/f32", 1000, 1000, 1000000};
+  LayerCost l0, l1;
+  l0.layer = 0;
+  l0.attention = {attn};
+  l1.layer = 1;
+  l1.moe = true;
+  l1.attention = {attn};
+  l1.router = {"router", "k/f32", 4, 1000, 8000};
+  l1.expert = {{"expert", "k/f32", 100, 1000, 100000}};
+  c.layers = {l0, l1};
+  c.lm_head = {"head", "k/f32", 10, 1000, 10000};
+  return c;
+}
+
+// 1 GB/s, 1 GFLOP/s per core at every batch, one core, no dispatch cost.
+HostProfile host(int cores = 1) {
+  HostProfile h;
+  h.name = "toy";
+  h.memory_bytes = 1 << 30;
+  h.cores = cores;
+  h.bandwidth = 1e9;
+  h.bandwidth_per_core = 1e9;
+  h.vector_flops_per_core = 1e9;
+  h.kernels["k/f32"] = {{1, 1e9}};
+  return h;
+}
+
+Cluster cluster(int ranks, bool apart, double latency = 1e-3) {
+  Cluster c;
+  for (int r = 0; r < ranks; ++r) c.host_of_rank.push_back(apart ? r : 0);
+  c.hosts.assign(apart ? size_t(ranks) : 1, host(apart ? 1 : ranks));
+  c.link = {"link", latency, 1e9, {}};
+  c.local = {"local", latency, 1e9, {}};
+  return c;
+}
+
+Layout pipeline2() {
+  Layout l;
+  l.mode = ParallelMode::pipeline;
+  l.ranks = {RankShare{LayerRange{0, 1, true, false}, ExpertRange{0, 4}},
+             RankShare{LayerRange{1, 2, false, true}, ExpertRange{0, 4}}};
+  return l;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(one_rank_decode_by_hand) {
+  Layout one;
+  one.ranks = {RankShare{LayerRange{0, 2, true, true}, ExpertRange{0, 4}}};
+  PredictOptions o;
+  o.batches = {1, 4};
+  o.context = 0;
+  const auto p = predict(toy(), one, cluster(1, false), o);
+  // Batch 1: attention 2 MFLOP at 1 GFLOP/s (compute over 1 ms of bytes) twice; router 8 us;
+  // 4 (1 - 1/2) = 2 experts touched, 1 row each: 0.2 ms each; head 20 us.
+  BOOST_TEST(p[0].step_seconds == 2 * 2e-3 + 8e-6 + 2 * 2e-4 + 2e-5, tt::tolerance(1e-9));
+  BOOST_TEST(p[0].bound == "compute");
+  // Batch 4: attention 8 ms twice; router 32 us; 4 (1 - 1/16) = 3.75 experts of 8/3.75 rows:
+  // 3.75 x 0.2 ms x 8/3.75 = 1.6 ms; head 80 us.
+  BOOST_TEST(p[1].step_seconds == 16e-3 + 32e-6 + 1.6e-3 + 8e-5, tt::tolerance(1e-9));
+  BOOST_TEST(p[1].tokens_per_s == 4 / (16e-3 + 32e-6 + 1.6e-3 + 8e-5), tt::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(pipeline_two_hosts_by_hand) {
+  PredictOptions o;
+  o.batches = {1, 4};
+  o.context = 0;
+  const auto p = predict(toy(), pipeline2(), cluster(2, true), o);
+  // Batch 1, one group: the stages in turn, each hop 1 ms + bytes (4000 + 64 activations; 16 + 64 result).
+  const double t0 = 2e-3 + 1e-3 + 4064e-9, t1 = 2e-3 + 8e-6 + 4e-4 + 2e-5 + 1e-3 + 80e-9;
+  BOOST_TEST(p[0].step_seconds == t0 + t1, tt::tolerance(1e-9));
+  BOOST_TEST(p[0].link_seconds == 2e-3 + 4144e-9, tt::tolerance(1e-9));
+  // Batch 4, two groups of 2: stage 1 is the slower (4 ms + 16 us + 3 experts x 0.2 ms x 4/3 + 40 us + hop),
+  // and two of it outlast one group's trip through both stages.
+  const double s0 = 4e-3 + 1e-3 + 8064e-9, s1 = 4e-3 + 16e-6 + 8e-4 + 4e-5 + 1e-3 + 96e-9;
+  BOOST_TEST(2 * s1 > s0 + s1);
+  BOOST_TEST(p[1].step_seconds == 2 * s1, tt::tolerance(1e-9));
+  BOOST_TEST(p[1].group_latency_seconds == 2 * s1, tt::tolerance(1e-9));  // a group waits its turn at stage 1
+  BOOST_TEST(p[1].metrics_tokens_per_s == 2 / (2 * s1), tt::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(expert_two_hosts_pays_latency_per_moe_layer) {
+  Layout ex;
+  ex.mode = ParallelMode::expert;
+  ex.ranks = {RankShare{LayerRange{0, 2, true, true}, ExpertRange{0, 2}},
+              RankShare{LayerRange{0, 2, true, true}, ExpertRange{2, 4}}};
+  PredictOptions o;
+  o.batches = {2};
+  o.context = 0;
+  const auto p = predict(toy(), ex, cluster(2, true), o);
+  // One sequence per rank. Dense layer 2 ms; MoE: attention + router 2.008 ms, then dispatch:
+  // a token reaches the other rank unless both its experts are here, 1 - (2/4)(1/3) = 5/6 of
+  // 4000 bytes, plus 2 x 2/4 pairs of 8 bytes and a 16-byte header; the experts: 1.5 touched
+  // of 4/3 rows each = 0.4 ms; combine 2 x 2/4 outputs of 4000 bytes + 16; head 20 us; the step
+  // out and back 2 ms.
+  const double dispatch = 1e-3 + (4000.0 * 5 / 6 + 8 + 16) * 1e-9, combine = 1e-3 + 4016e-9;
+  const double step = 2e-3 + 2.008e-3 + dispatch + 4e-4 + combine + 2e-5 + 2e-3;
+  BOOST_TEST(p[0].step_seconds == step, tt::tolerance(1e-9));
+  BOOST_TEST(p[0].link_seconds == dispatch + combine + 2e-3, tt::tolerance(1e-9));
+  BOOST_TEST(p[0].tokens_per_s == 2 / step, tt::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(ranks_of_one_host_share_its_bandwidth_when_busy_together) {
+  // A memory-bound model: the attention matrix reads 10 MB for 2 MFLOP.
+  ModelCost c = toy();
+  for (auto& l : c.layers) l.attention[0].bytes = 10000000;
+  PredictOptions o;
+  o.batches = {1, 2};
+  o.context = 0;
+  Cluster one = cluster(2, false, 1e-6);
+  one.hosts[0].bandwidth = 1e9;          // both cores together: no more than one
+  one.hosts[0].bandwidth_per_core = 1e9;
+  const auto p = predict(c, pipeline2(), one, o);
+  // Batch 1: one group, the stages take turns, each has the whole 1 GB/s: 10 ms per layer.
+  BOOST_TEST(p[0].memory_seconds >= 20e-3);
+  BOOST_TEST(p[0].memory_seconds < 21e-3);
+  // Batch 2: two groups in flight, both stages read at once at 0.5 GB/s: 20 ms per layer each.
+  BOOST_TEST(p[1].step_seconds >= 2 * 20e-3);
+  BOOST_TEST(p[1].bound == "memory");
+}
+
+BOOST_AUTO_TEST_CASE(kernel_rate_interpolates_in_log_batch) {
+  HostProfile h = host();
+  h.kernels["k/f32"] = {{1, 1e9}, {4, 4e9}};
+  BOOST_TEST(h.kernel_rate("k/f32", 2) == 2e9, tt::tolerance(1e-9));
+  BOOST_TEST(h.kernel_rate("k/f32", 0.5) == 1e9);
+  BOOST_TEST(h.kernel_rate("k/f32", 64) == 4e9);
+  BOOST_CHECK_THROW(h.kernel_rate("fp8/f32", 1), std::exception);
+}
