@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "app/plan_mtp.hpp"
 #include "app/run_options.hpp"
 #include "common/error.hpp"
 #include "model/kv_cache.hpp"
@@ -90,6 +91,7 @@ int run_plan(const Args& args) {
                              {"weight_bytes", share_bytes(cfg, man, s)},
                              {"int8_copy_bytes", requantizes_fp8(act, man.weight_format) ? share_int8_copy_bytes(cfg, man, s) : 0},
                              {"kv_cache_bytes", kv},
+                             {"mtp", mtp_footprint(cfg, man, s, kv / std::max<int64_t>(1, s.layers.size()))},
                              {"files", files}});
   }
   if (as_json) {
@@ -118,6 +120,7 @@ int run_plan(const Args& args) {
                 gib(r["weight_bytes"].get<int64_t>()).c_str(), gib(r["kv_cache_bytes"].get<int64_t>()).c_str(),
                 copies ? 15 : 0, copy.c_str(), r["files"].size());
   }
+  print_mtp_footprint(j["per_rank"]);
   std::printf("\nfiles each host needs (besides config.json, manifest.json and the tokenizer files):\n");
   for (const auto& [host, files] : files_by_host) {
     std::printf("  %s:", host.c_str());

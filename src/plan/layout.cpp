@@ -125,6 +125,26 @@ int64_t share_int8_copy_bytes(const ModelConfig& cfg, const Manifest& manifest, 
   return b;
 }
 
+bool has_mtp_layer(const ModelConfig& cfg, const Manifest& manifest) {
+  const std::string eh = "model.layers." + std::to_string(cfg.num_hidden_layers) + ".eh_proj.weight";
+  for (const TensorInfo& t : manifest.tensors())
+    if (t.name == eh) return true;
+  return false;
+}
+
+bool holds_mtp_tensor(const ModelConfig& cfg, const RankShare& share, const std::string& name) {
+  if (!share.layers.has_head || cfg.num_nextn_predict_layers < 1) return false;
+  const NameParts p = parse_name(name);
+  return p.layer == cfg.num_hidden_layers && name.find(".shared_head.head.") == std::string::npos;
+}
+
+int64_t share_mtp_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
+  int64_t b = 0;
+  for (const TensorInfo& t : manifest.tensors())
+    if (holds_mtp_tensor(cfg, share, t.name)) b += int64_t(t.nbytes);
+  return b;
+}
+
 std::vector<std::string> share_files(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
   std::set<std::string> files;
   for (const TensorInfo& t : manifest.tensors())

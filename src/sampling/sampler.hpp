@@ -54,6 +54,8 @@ Candidates sampling_candidates(const float* logits, int64_t vocab, const Samplin
 int64_t choosable(int64_t vocab, const SamplingParams& p);
 
 Sample sample_token(const float* logits, int64_t vocab, const SamplingParams& p);
+// Fills s.logprob and s.top for the already chosen s.token, when p asks.
+void add_logprobs(const float* logits, int64_t vocab, const SamplingParams& p, Sample& s);
 
 // Checks a request's parameters; returns an error message or "" when valid.
 std::string sampling_params_error(const SamplingParams& p);
