@@ -67,4 +67,8 @@ void MtpLayer::forward(const Batch& batch, const float* h, const int32_t* next_t
   dump_->dump(layer(), "mtp_out", out, {n, d});
 }
 
+void MtpLayer::dump_logits(const float* logits, int64_t n) const {
+  dump_->dump(layer(), "mtp_logits", logits, {n, cfg_.vocab_size});
+}
+
 }  // namespace trillion

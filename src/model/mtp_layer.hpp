@@ -46,6 +46,9 @@ class MtpLayer {
   // `cache` like Transformer::forward (same row rules).
   void forward(const Batch& batch, const float* h, const int32_t* next_tokens, KvCache& cache, float* out);
 
+  // TRILLION_DUMP (model/dump.hpp) of the step's draft logits [n, vocab]: step-N/layer-L.mtp_logits.npy.
+  void dump_logits(const float* logits, int64_t n) const;
+
  private:
   const ModelConfig& cfg_;
   ThreadPool& pool_;

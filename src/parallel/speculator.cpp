@@ -103,6 +103,7 @@ void Speculator::choose_and_draft(const Transformer& model, const float* x, cons
   for (int64_t j = 0; j < e; ++j)
     std::memcpy(&eh[size_t(j * d)], &mo[size_t(ends[size_t(j)] * d)], size_t(d) * sizeof(float));
   model.head(eh.data(), e, logits.data());
+  mtp_.dump_logits(logits.data(), e);
   for (int64_t j = 0; j < e; ++j) {
     const int64_t li = end_logit[size_t(j)];
     const float* row = &logits[size_t(j * vocab)];

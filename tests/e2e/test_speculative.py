@@ -13,14 +13,12 @@
 Models: the synthetic `small` FP8 preset (4 layers, MTP layer, random weights)
 and, unless --no-trained, the trainer's smoke model (tools/train/train.py
 --arch smoke, 30 steps, ~20 s once; kept in work/ while tools/train is unchanged)."""
-import glob
 import json
 import os
 
 from scipy.stats import chi2_contingency
 
-from harness import (PYTHON, ROOT, Failures, arg_parser, converted, digest, fresh_case, made_once, parse_args,
-                     read_jsonl, run, write_jsonl, INPUT_ERROR)
+from harness import Failures, arg_parser, converted, fresh_case, parse_args, read_jsonl, run, trained_smoke, write_jsonl
 
 ap = arg_parser(mpiexec=True)
 ap.add_argument("--preset", default="small")
@@ -95,15 +93,7 @@ s = check_model(args.preset, synth, vocab, layouts, [(5, 12), (40, 9), (1, 16), 
 print(f"{args.preset} (random weights): {s['accepted']} of {s['drafted']} drafts accepted")
 
 if not args.no_trained:
-    train = os.path.join(ROOT, "tools", "train")
-    hf_smoke = os.path.join(args.work, "hf", "kjv-smoke-30")
-    made_once(hf_smoke, {"train": digest(*sorted(glob.glob(os.path.join(train, "*.py"))))},
-              lambda: run([PYTHON, os.path.join(train, "train.py"), "--arch", "smoke", "--steps", 30,
-                           "--output", hf_smoke], timeout=900))
-    smoke = os.path.join(args.work, "model", "kjv-smoke-30")
-    made_once(smoke, {"checkpoint": digest(*sorted(glob.glob(os.path.join(hf_smoke, "*.safetensors")))),
-                      "trillion": digest(args.trillion)},
-              lambda: run([args.trillion, "convert", "--input", hf_smoke, "--output", smoke]))
+    _, smoke = trained_smoke(args.trillion, args.work)
     # Two layers: pipeline on up to 2 ranks; 8 experts: expert mode on up to 4.
     s = check_model("smoke", smoke, 512, [(2, "pipeline"), (2, "expert"), (4, "expert")],
                     [(8, 30), (20, 24), (3, 30)])
