@@ -145,6 +145,13 @@ int64_t share_mtp_bytes(const ModelConfig& cfg, const Manifest& manifest, const 
   return b;
 }
 
+std::vector<std::string> share_mtp_files(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
+  std::set<std::string> files;
+  for (const TensorInfo& t : manifest.tensors())
+    if (holds_mtp_tensor(cfg, share, t.name)) files.insert(t.shard);
+  return {files.begin(), files.end()};
+}
+
 std::vector<std::string> share_files(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
   std::set<std::string> files;
   for (const TensorInfo& t : manifest.tensors())
