@@ -1,5 +1,6 @@
 #include "app/plan_mtp.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -22,17 +23,22 @@ void print_mtp_footprint(const nlohmann::json& per_rank) {
   for (const auto& r : per_rank) {
     const int64_t w = r["mtp"]["weight_bytes"].get<int64_t>();
     if (w == 0) continue;
-    ranks += (ranks.empty() ? "" : ",") + std::to_string(r["rank"].get<int>());
+    if (!ranks.empty()) ranks += ',';
+    ranks += std::to_string(r["rank"].get<int>());
     weights = w;
-    kv = r["mtp"]["kv_cache_bytes"].get<int64_t>();
+    kv = std::max(kv, r["mtp"]["kv_cache_bytes"].get<int64_t>());
     files.clear();
-    for (const auto& f : r["mtp"]["files"]) files += " " + f.get<std::string>();
+    for (const auto& f : r["mtp"]["files"]) {
+      files += ' ';
+      files += f.get<std::string>();
+    }
   }
   if (ranks.empty()) return;
-  std::printf("with --speculative mtp, rank %s also hold%s the MTP layer: %.3f GiB of weights (mapped) + "
-              "%.3f GiB of KV cache each, and needs%s\n",
-              ranks.c_str(), ranks.find(',') == std::string::npos ? "s" : "", double(weights) / (1 << 30),
-              double(kv) / (1 << 30), files.c_str());
+  const bool one = ranks.find(',') == std::string::npos;
+  std::printf("with --speculative mtp, rank%s %s also hold%s the MTP layer: %.3f GiB of weights (mapped) + "
+              "up to %.3f GiB of KV cache each, and need%s%s\n",
+              one ? "" : "s", ranks.c_str(), one ? "s" : "", double(weights) / (1 << 30), double(kv) / (1 << 30),
+              one ? "s" : "", files.c_str());
 }
 
 }  // namespace trillion::app
