@@ -117,7 +117,7 @@ def run(model, batch, spec, tag):
     decode_tokens = m["tokens"]["generated"] - batch
     return {"decode_tokens_per_s": decode_tokens / m["seconds"]["decode_steps"] if m["seconds"]["decode_steps"] else 0,
             "generated": m["tokens"]["generated"], "steps": m["steps"], "speculative": m.get("speculative"),
-            "tokens": [json.loads(l)["token_ids"] for l in open(out)]}
+            "tokens": {r["id"]: r["token_ids"] for r in map(json.loads, open(out))}}  # completion order differs
 
 
 models = [tuple(x.split("=", 1)) for x in args.model] or [("smoke", smoke_model()), ("bench", bench_model())]
