@@ -98,8 +98,9 @@ void Cluster::set_up() {
     // FP8 on the int8 path holds its linears again as int8 groups (anonymous
     // memory, unlike the mapped FP8 pages): they come out of the same share.
     if (requantizes_fp8(act, store_->manifest().weight_format)) {
-      const double copy =
-          double(share_int8_copy_bytes(cfg, store_->manifest(), layout_.ranks.at(size_t(env_->rank()))));
+      const RankShare& mine = layout_.ranks.at(size_t(env_->rank()));
+      const double copy = double(share_int8_copy_bytes(cfg, store_->manifest(), mine) +
+                                 (shape.speculative ? share_mtp_int8_copy_bytes(cfg, store_->manifest(), mine) : 0));
       if (memory > 0 && copy >= memory)
         throw InputError("--activations int8 on FP8 weights: this rank's int8 copy of its linears needs " +
                          std::to_string(copy / 1e9) + " GB, more than the " + std::to_string(memory / 1e9) +

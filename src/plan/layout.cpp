@@ -112,17 +112,28 @@ int64_t share_bytes(const ModelConfig& cfg, const Manifest& manifest, const Rank
   return b;
 }
 
-int64_t share_int8_copy_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
-  // store/int8_source.hpp: every FP8 linear weight but kv_b_proj, as int8 + a bf16 scale per 32 columns.
+namespace {
+// store/int8_source.hpp: every FP8 linear weight but kv_b_proj, as int8 + a bf16 scale per 32 columns.
+template <class Holds>
+int64_t int8_copy_bytes(const Manifest& manifest, Holds holds) {
   auto ends_with = [](const std::string& s, const std::string& tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
   };
   int64_t b = 0;
   for (const TensorInfo& t : manifest.tensors())
     if (t.dtype == DType::F8_E4M3 && t.shape.size() == 2 && ends_with(t.name, ".weight") &&
-        !ends_with(t.name, "kv_b_proj.weight") && holds_tensor(cfg, share, t.name))
+        !ends_with(t.name, "kv_b_proj.weight") && holds(t.name))
       b += t.shape[0] * t.shape[1] + t.shape[0] * ((t.shape[1] + 31) / 32) * 2;
   return b;
+}
+}  // namespace
+
+int64_t share_int8_copy_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
+  return int8_copy_bytes(manifest, [&](const std::string& n) { return holds_tensor(cfg, share, n); });
+}
+
+int64_t share_mtp_int8_copy_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
+  return int8_copy_bytes(manifest, [&](const std::string& n) { return holds_mtp_tensor(cfg, share, n); });
 }
 
 bool has_mtp_layer(const ModelConfig& cfg, const Manifest& manifest) {

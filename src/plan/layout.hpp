@@ -61,6 +61,8 @@ int64_t share_int8_copy_bytes(const ModelConfig& cfg, const Manifest& manifest, 
 bool has_mtp_layer(const ModelConfig& cfg, const Manifest& manifest);
 bool holds_mtp_tensor(const ModelConfig& cfg, const RankShare& share, const std::string& name);
 int64_t share_mtp_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share);
+// The int8 copy (share_int8_copy_bytes) of the MTP layer's FP8 linears.
+int64_t share_mtp_int8_copy_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share);
 std::vector<std::string> share_mtp_files(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share);
 
 std::vector<std::string> share_files(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share);
