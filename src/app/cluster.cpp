@@ -73,6 +73,17 @@ void Cluster::set_up() {
                        std::to_string(cfg.max_position_embeddings) + ")");
     shape = RunShape{opts_.max_batch, int32_t(max_len), opts_.micro_batches, opts_.kv_cache_tokens, opts_.step_tokens,
                      act};
+    if (!opts_.speculative.empty()) {
+      if (opts_.speculative != "mtp")
+        throw InputError("--speculative must be mtp (the model's multi-token-prediction layer), not \"" +
+                         opts_.speculative + "\"");
+      if (cfg.num_nextn_predict_layers < 1 || !has_mtp_layer(cfg, store_->manifest()))
+        throw InputError("--speculative mtp: " + opts_.model_dir +
+                         " has no MTP layer (config.json num_nextn_predict_layers is " +
+                         std::to_string(cfg.num_nextn_predict_layers) + ", and the converted model must hold model.layers." +
+                         std::to_string(cfg.num_hidden_layers) + ".*)");
+      shape.speculative = true;
+    }
     layout_ = make_layout(cfg, model_sizes(cfg, store_->manifest()), mode, env_->size(), opts_.stages);
     if (opts_.micro_batches > opts_.max_batch)
       throw InputError("--micro-batches " + std::to_string(opts_.micro_batches) + " exceeds --max-batch " +
@@ -87,15 +98,18 @@ void Cluster::set_up() {
     // FP8 on the int8 path holds its linears again as int8 groups (anonymous
     // memory, unlike the mapped FP8 pages): they come out of the same share.
     if (requantizes_fp8(act, store_->manifest().weight_format)) {
-      const double copy =
-          double(share_int8_copy_bytes(cfg, store_->manifest(), layout_.ranks.at(size_t(env_->rank()))));
+      const RankShare& mine = layout_.ranks.at(size_t(env_->rank()));
+      const double copy = double(share_int8_copy_bytes(cfg, store_->manifest(), mine) +
+                                 (shape.speculative ? share_mtp_int8_copy_bytes(cfg, store_->manifest(), mine) : 0));
       if (memory > 0 && copy >= memory)
         throw InputError("--activations int8 on FP8 weights: this rank's int8 copy of its linears needs " +
                          std::to_string(copy / 1e9) + " GB, more than the " + std::to_string(memory / 1e9) +
                          " GB of memory it has (--activations f32 reads the FP8 weights in place)");
       if (memory > 0) memory -= copy;
     }
-    check_run_memory(cfg, shape, layout_.ranks.at(size_t(env_->rank())).layers.size(), pool_slots, memory);
+    // The MTP layer's KV cache is one layer more where the head is.
+    const LayerRange& held = layout_.ranks.at(size_t(env_->rank())).layers;
+    check_run_memory(cfg, shape, held.size() + (shape.speculative && held.has_head ? 1 : 0), pool_slots, memory);
     // Ranks sharing a host share its cores: by default each takes its part
     // of the physical cores; spinning for work only pays when no thread
     // competes for a core (ThreadPool).

@@ -40,6 +40,7 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
 
   SchedulerOptions sopts;
   sopts.step_tokens = ro.step_tokens;
+  sopts.speculative = !ro.speculative.empty();
   sopts.text_stream = text.text_stream;  // stop strings are matched here, on rank 0, which runs the scheduler
   // lm_head rows past the tokenizer (vocabulary padding) have no text: never choose them.
   if (text.vocab_size > 0 && text.vocab_size < runner.vocab_size()) {
@@ -55,7 +56,7 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
   auto figures = [&] {
     const SchedulerStats& st = sched->stats();
     const double wall = seconds();
-    return nlohmann::json{
+    nlohmann::json j{
         {"command", "generate"},
         {"requests", files.requests_json(done)},
         {"steps", st.steps},
@@ -65,6 +66,13 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
          {{"prefill", st.prefill_seconds > 0 ? double(st.prefill_tokens) / st.prefill_seconds : 0.0},
           {"decode", st.decode_seconds > 0 ? double(st.decode_tokens) / st.decode_seconds : 0.0},
           {"generated", wall > 0 ? double(generated) / wall : 0.0}}}};
+    if (sopts.speculative)
+      j["speculative"] = {{"method", ro.speculative},
+                          {"drafted", st.drafted},
+                          {"accepted", st.accepted},
+                          {"acceptance_rate", st.drafted > 0 ? double(st.accepted) / double(st.drafted) : 0.0},
+                          {"tokens_per_step", st.steps > 0 ? double(generated) / double(st.steps) : 0.0}};
+    return j;
   };
   int64_t prefill_seen = 0;  // prompt tokens submitted as of the last step's return
   sopts.after_step = [&] {
@@ -106,6 +114,10 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
     cluster.end_early(files.end_early(paths, cluster.stop_requested()));
     return fig;
   }
+  if (sopts.speculative)
+    std::fprintf(stderr, "%s: speculative (%s): %lld drafts, %lld accepted (%.1f%%)\n", paths.command,
+                 ro.speculative.c_str(), (long long)scheduler.stats().drafted, (long long)scheduler.stats().accepted,
+                 100.0 * fig["speculative"]["acceptance_rate"].get<double>());
   std::fprintf(stderr,
                "%s: %zu requests (%lld bad lines, %lld failed); %lld prompt tokens, %lld generated in %.2f s "
                "(%.1f generated tokens/s)\n",
@@ -129,6 +141,9 @@ int run_generate(const Args& args) {
       ("output", po::value(&paths.output)->required(),
        "results, JSONL (one line per request); an existing file is resumed: requests with a result are skipped")
       ("restart", po::bool_switch(&paths.restart), "overwrite --output instead of resuming it")
+      ("speculative", po::value(&ro.speculative),
+       "mtp: speculative decoding with the model's multi-token-prediction layer (same greedy tokens, same "
+       "sampling distribution; fewer steps when its drafts are accepted)")
       ("strict", po::bool_switch(&paths.strict), "abort on the first bad request line instead of writing an error record");
   if (!parse_args(args, "usage: trillion generate --model DIR --prompts REQ.jsonl --output RES.jsonl", desc))
     return 0;

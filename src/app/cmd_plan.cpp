@@ -15,6 +15,7 @@
 #include "app/commands.hpp"
 #include "app/plan_inputs.hpp"
 #include "app/plan_report.hpp"
+#include "app/plan_mtp.hpp"
 #include "app/run_options.hpp"
 #include "common/error.hpp"
 #include "model/kv_cache.hpp"
@@ -148,6 +149,7 @@ int run_plan(const Args& args) {
                                     {"int8_copy_bytes", copy},
                                     {"kv_cache_bytes", kv},
                                     {"working_bytes", int64_t(f.activation_bytes)},
+                                    {"mtp", mtp_footprint(cfg, man, s, kv / std::max<int64_t>(1, s.layers.size()))},
                                     {"files", share_files(cfg, man, s)}});
   }
   bool fits = true;
@@ -198,6 +200,7 @@ int run_plan(const Args& args) {
     return 0;
   }
   print_plan(rep, copies);
+  print_mtp_footprint(rep.json["per_rank"]);
   return fits ? 0 : 1;  // refused: the shortfall is printed above (as an input error: exit 1)
 }
 

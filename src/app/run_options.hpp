@@ -23,6 +23,7 @@ struct RunOptions {
   std::string activations = "auto";  // --activations auto | f32 | int8 (model/linear.hpp)
   std::string metrics_path; // --metrics FILE.json
   double metrics_interval = 15;  // seconds between running updates of --metrics (0: only at the end)
+  std::string speculative;  // generate --speculative mtp ("" : plain decoding)
 };
 
 void add_run_options(boost::program_options::options_description& desc, RunOptions& o);

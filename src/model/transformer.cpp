@@ -19,10 +19,14 @@
 namespace trillion {
 namespace {
 
+}  // namespace
+
 // out[t] = RMSNorm(x[t]) * w for each of n rows of width w.size.
 void rmsnorm_rows(const float* x, int64_t n, const VecView& w, double eps, float* out) {
   for (int64_t t = 0; t < n; ++t) rmsnorm(x + t * w.size, w, eps, out + t * w.size);
 }
+
+namespace {
 
 // Refuses rows the cache cannot hold or that break "one slot's rows in increasing pos".
 void check_rows(const Batch& batch, const KvCache& cache) {
@@ -44,6 +48,25 @@ void check_rows(const Batch& batch, const KvCache& cache) {
 }
 
 }  // namespace
+
+void decoder_layer(const ModelConfig& cfg, const LayerWeights& layer, const Step& step, ExpertBackend& experts,
+                   float* x, float* h, float* delta) {
+  const int64_t l = layer.layer, n = step.n(), d = cfg.hidden_size;
+  const double eps = cfg.rms_norm_eps;
+  rmsnorm_rows(x, n, layer.input_norm, eps, h);
+  attention_forward(cfg, layer.attn, l, step, h, delta);
+  step.dump.dump(l, "attn_out", delta, {n, d});
+  add(x, delta, n * d);
+
+  rmsnorm_rows(x, n, layer.post_attn_norm, eps, h);
+  if (layer.is_moe)
+    moe_forward(cfg, layer.moe, l, step, experts, h, delta);
+  else
+    mlp_forward(layer.mlp, h, n, delta, step.act, step.pool);
+  step.dump.dump(l, "mlp_out", delta, {n, d});
+  add(x, delta, n * d);
+  step.dump.dump(l, "hidden", x, {n, d});
+}
 
 Transformer::Transformer(const ModelConfig& cfg, const LayerRange& range, TensorSource& source, ThreadPool& pool,
                          ExpertBackend* experts, Activations act)
@@ -86,35 +109,28 @@ void Transformer::forward(const Batch& batch, float* x, KvCache& cache) {
   std::vector<float> cos(size_t(n * half)), sin(size_t(n * half));  // [n, rope/2]
   for (int64_t t = 0; t < n; ++t) rope_->tables(batch.rows[size_t(t)].pos, &cos[size_t(t * half)], &sin[size_t(t * half)]);
   const Step step{batch, cos.data(), sin.data(), *rope_, cache, pool_, act_, *dump_};
-  const double eps = cfg_.rms_norm_eps;
   dump_->dump(-1, "input", x, {n, d});
 
   std::vector<float> h(size_t(n * d)), delta(size_t(n * d));  // [n, d] normed input, sublayer output
-  for (const LayerWeights& layer : weights_->layers) {
-    const int64_t l = layer.layer;
-    rmsnorm_rows(x, n, layer.input_norm, eps, h.data());
-    attention_forward(cfg_, layer.attn, l, step, h.data(), delta.data());
-    dump_->dump(l, "attn_out", delta.data(), {n, d});
-    add(x, delta.data(), n * d);
-
-    rmsnorm_rows(x, n, layer.post_attn_norm, eps, h.data());
-    if (layer.is_moe)
-      moe_forward(cfg_, layer.moe, l, step, *experts_, h.data(), delta.data());
-    else
-      mlp_forward(layer.mlp, h.data(), n, delta.data(), act_, pool_);
-    dump_->dump(l, "mlp_out", delta.data(), {n, d});
-    add(x, delta.data(), n * d);
-    dump_->dump(l, "hidden", x, {n, d});
-  }
+  for (const LayerWeights& layer : weights_->layers) decoder_layer(cfg_, layer, step, *experts_, x, h.data(), delta.data());
 }
 
 void Transformer::logits(const float* x, int64_t n, float* out) const {
-  if (!range_.has_head) throw Error("Transformer::logits: this rank holds no lm_head");
   std::vector<float> h(size_t(n * cfg_.hidden_size));  // [n, d]
-  rmsnorm_rows(x, n, weights_->final_norm, cfg_.rms_norm_eps, h.data());
-  dump_->dump(-1, "final_norm", h.data(), {n, cfg_.hidden_size});
-  linear(weights_->lm_head, h.data(), n, out, act_, pool_);
+  final_norm(x, n, h.data());
+  head(h.data(), n, out);
   dump_->dump(-1, "logits", out, {n, cfg_.vocab_size});
+}
+
+void Transformer::final_norm(const float* x, int64_t n, float* out) const {
+  if (!range_.has_head) throw Error("Transformer::final_norm: this rank holds no head");
+  rmsnorm_rows(x, n, weights_->final_norm, cfg_.rms_norm_eps, out);
+  dump_->dump(-1, "final_norm", out, {n, cfg_.hidden_size});
+}
+
+void Transformer::head(const float* h, int64_t n, float* out) const {
+  if (!range_.has_head) throw Error("Transformer::head: this rank holds no lm_head");
+  linear(weights_->lm_head, h, n, out, act_, pool_);
 }
 
 }  // namespace trillion

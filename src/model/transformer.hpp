@@ -14,12 +14,24 @@
 #include "model/kv_cache.hpp"
 #include "model/layer_range.hpp"
 #include "model/linear.hpp"
+#include "kernels/vector_ops.hpp"
 
 namespace trillion {
 
 struct ModelWeights;  // model/weights.hpp
+struct LayerWeights;  // model/weights.hpp
+struct Step;          // model/step.hpp
 class Rope;           // model/rope.hpp
 class Dumper;         // model/dump.hpp
+
+// out[t] = RMSNorm(x[t]) * w for each of n rows of width w.size.
+void rmsnorm_rows(const float* x, int64_t n, const VecView& w, double eps, float* out);
+
+// One decoder layer in place on x[step.n(), hidden] (norm, MLA attention over
+// step.cache, residual, norm, MLP or MoE, residual); h and delta are
+// [n, hidden] scratch. The main stack and the MTP layer both run this.
+void decoder_layer(const ModelConfig& cfg, const LayerWeights& layer, const Step& step, ExpertBackend& experts,
+                   float* x, float* h, float* delta);
 
 class Transformer {
  public:
@@ -46,6 +58,10 @@ class Transformer {
 
   // logits[n, vocab] = lm_head(norm(x[n, hidden])). Needs range().has_head.
   void logits(const float* x, int64_t n, float* out) const;
+  // The two halves of logits(): out[n, hidden] = norm(x) (the MTP layer's
+  // input h_i), and out[n, vocab] = lm_head(h) (also the MTP layer's head).
+  void final_norm(const float* x, int64_t n, float* out) const;
+  void head(const float* h, int64_t n, float* out) const;
 
  private:
   const ModelConfig& cfg_;

@@ -31,11 +31,6 @@ TensorView fetch(TensorSource& src, const std::string& name, std::initializer_li
   return t;
 }
 
-VecView load_vector(TensorSource& src, const std::string& name, int64_t size) {
-  TensorView t = fetch(src, name, {DType::BF16, DType::F32}, {size});
-  return VecView{t.dtype, t.data, size};
-}
-
 MlpWeights load_mlp(TensorSource& src, const std::string& prefix, int64_t d, int64_t width) {
   MlpWeights m;
   m.gate = load_linear(src, prefix + "gate_proj", width, d);
@@ -67,6 +62,11 @@ AttentionWeights load_attention(const ModelConfig& cfg, TensorSource& src, const
 std::string layer_prefix(int64_t layer) { return "model.layers." + std::to_string(layer) + "."; }
 
 }  // namespace
+
+VecView load_vector(TensorSource& src, const std::string& name, int64_t size) {
+  TensorView t = fetch(src, name, {DType::BF16, DType::F32}, {size});
+  return VecView{t.dtype, t.data, size};
+}
 
 QMatrix load_linear(TensorSource& src, const std::string& prefix, int64_t rows, int64_t cols) {
   QMatrix m;
@@ -118,6 +118,27 @@ MlpWeights load_expert(const ModelConfig& cfg, TensorSource& src, int64_t layer,
                   cfg.moe_intermediate_size);
 }
 
+LayerWeights load_layer(const ModelConfig& cfg, TensorSource& src, int64_t l) {
+  const int64_t d = cfg.hidden_size;
+  const std::string p = layer_prefix(l);
+  LayerWeights L;
+  L.layer = l;
+  L.input_norm = load_vector(src, p + "input_layernorm.weight", d);
+  L.post_attn_norm = load_vector(src, p + "post_attention_layernorm.weight", d);
+  L.attn = load_attention(cfg, src, p + "self_attn.");
+  L.is_moe = cfg.is_moe_layer(l);
+  if (L.is_moe) {
+    L.moe.gate = load_linear(src, p + "mlp.gate", cfg.n_routed_experts, d);
+    L.moe.bias = load_vector(src, p + "mlp.gate.e_score_correction_bias", cfg.n_routed_experts);
+    L.moe.has_shared = cfg.n_shared_experts > 0;
+    if (L.moe.has_shared)
+      L.moe.shared = load_mlp(src, p + "mlp.shared_experts.", d, cfg.n_shared_experts * cfg.moe_intermediate_size);
+  } else {
+    L.mlp = load_mlp(src, p + "mlp.", d, cfg.intermediate_size);
+  }
+  return L;
+}
+
 ModelWeights ModelWeights::load(const ModelConfig& cfg, const LayerRange& range, TensorSource& src) {
   if (range.begin < 0 || range.end > cfg.num_hidden_layers || range.begin > range.end)
     throw ConfigError("layer range [" + std::to_string(range.begin) + ", " + std::to_string(range.end) +
@@ -129,25 +150,7 @@ ModelWeights ModelWeights::load(const ModelConfig& cfg, const LayerRange& range,
     w.final_norm = load_vector(src, "model.norm.weight", d);
     w.lm_head = load_linear(src, "lm_head", cfg.vocab_size, d);
   }
-  for (int64_t l = range.begin; l < range.end; ++l) {
-    const std::string p = layer_prefix(l);
-    LayerWeights L;
-    L.layer = l;
-    L.input_norm = load_vector(src, p + "input_layernorm.weight", d);
-    L.post_attn_norm = load_vector(src, p + "post_attention_layernorm.weight", d);
-    L.attn = load_attention(cfg, src, p + "self_attn.");
-    L.is_moe = cfg.is_moe_layer(l);
-    if (L.is_moe) {
-      L.moe.gate = load_linear(src, p + "mlp.gate", cfg.n_routed_experts, d);
-      L.moe.bias = load_vector(src, p + "mlp.gate.e_score_correction_bias", cfg.n_routed_experts);
-      L.moe.has_shared = cfg.n_shared_experts > 0;
-      if (L.moe.has_shared)
-        L.moe.shared = load_mlp(src, p + "mlp.shared_experts.", d, cfg.n_shared_experts * cfg.moe_intermediate_size);
-    } else {
-      L.mlp = load_mlp(src, p + "mlp.", d, cfg.intermediate_size);
-    }
-    w.layers.push_back(L);
-  }
+  for (int64_t l = range.begin; l < range.end; ++l) w.layers.push_back(load_layer(cfg, src, l));
   return w;
 }
 

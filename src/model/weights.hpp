@@ -64,6 +64,13 @@ struct ModelWeights {
   static ModelWeights load(const ModelConfig& cfg, const LayerRange& range, TensorSource& source);
 };
 
+// Decoder layer `layer` without its routed experts (main layers, and the MTP
+// layer at index num_hidden_layers, which has the same tensors).
+LayerWeights load_layer(const ModelConfig& cfg, TensorSource& source, int64_t layer);
+
+// A norm's weight vector (BF16 or F32) checked to be [size].
+VecView load_vector(TensorSource& source, const std::string& name, int64_t size);
+
 // Routed expert `expert` of MoE layer `layer`: width moe_intermediate_size.
 MlpWeights load_expert(const ModelConfig& cfg, TensorSource& source, int64_t layer, int64_t expert);
 

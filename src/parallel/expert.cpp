@@ -24,7 +24,10 @@ ExpertRank::ExpertRank(RmaChannel& ch, const ModelConfig& cfg, TensorSource& sou
       rma_(ch, local_, cfg.n_routed_experts),
       model_(cfg, layout.ranks.at(size_t(ch.rank())).layers, source, pool, &rma_, shape.activations),
       cache_(cfg, layout.ranks.at(size_t(ch.rank())).layers,
-             std::max(1, KvPools::slots_in_pool(shape.slots, ch.size(), ch.rank())), shape.max_len, shape.kv_tokens) {}
+             std::max(1, KvPools::slots_in_pool(shape.slots, ch.size(), ch.rank())), shape.max_len, shape.kv_tokens) {
+  // Every rank holds the head in this mode, so every rank drafts for its own slots.
+  if (shape.speculative) spec_ = std::make_unique<Speculator>(cfg, source, pool, shape, cache_.slots());
+}
 
 StepOutput ExpertRank::run_rows(uint64_t ticket, const StepInput& in) {
   auto t0 = clock_type::now();
@@ -37,7 +40,7 @@ StepOutput ExpertRank::run_rows(uint64_t ticket, const StepInput& in) {
   std::vector<float> x(size_t(n * cfg_.hidden_size));
   model_.embed(local.tokens.data(), n, x.data());
   model_.forward(local.batch, x.data(), cache_);
-  StepOutput out = head_step(model_, x.data(), local);
+  StepOutput out = head_step(model_, x.data(), local, spec_.get());
   out.ticket = ticket;
   const double exchange = rma_.exchange_seconds() - ex0;
   busy_ += since(t0) - exchange;
@@ -67,7 +70,7 @@ RankMetrics ExpertRank::metrics() const {
   m.rank = ch_.rank();
   m.role = "all layers, experts " + std::to_string(experts_.begin) + "-" + std::to_string(experts_.end - 1) +
            ", slots = " + std::to_string(ch_.rank()) + " mod " + std::to_string(ch_.size());
-  fill_run_metrics(m, ch_.stats(), busy_, wait_, cache_.bytes());
+  fill_run_metrics(m, ch_.stats(), busy_, wait_, cache_.bytes() + (spec_ ? spec_->kv_cache_bytes() : 0));
   return m;
 }
 
@@ -91,10 +94,12 @@ void ExpertRunner::submit(uint64_t ticket, const StepInput& in) {
     StepInput& p = parts[size_t(kv.pool_of(r.slot))];
     p.tokens.push_back(in.tokens[size_t(i)]);
     p.batch.rows.push_back(r);
+    if (!in.mtp_next.empty()) p.mtp_next.push_back(in.mtp_next[size_t(i)]);
     if (next_logit < in.logit_rows.size() && in.logit_rows[next_logit] == i) {
       origin.push_back({kv.pool_of(r.slot), p.logit_rows.size()});
       p.logit_rows.push_back(p.batch.size() - 1);
       if (!in.sampling.empty()) p.sampling.push_back(in.sampling.at(next_logit));
+      if (!in.drafts.empty()) p.drafts.push_back(in.drafts.at(next_logit));
       ++next_logit;
     }
   }
@@ -120,6 +125,7 @@ void ExpertRunner::submit(uint64_t ticket, const StepInput& in) {
     out.tokens.push_back(outs[size_t(r)].tokens.at(k));
     out.logprobs.push_back(outs[size_t(r)].logprobs.at(k));
     out.top_logprobs.push_back(std::move(outs[size_t(r)].top_logprobs.at(k)));
+    if (!outs[size_t(r)].drafts.empty()) out.drafts.push_back(outs[size_t(r)].drafts.at(k));
     if (in.return_logits) {
       const float* row = outs[size_t(r)].logits.data() + k * size_t(vocab);
       out.logits.insert(out.logits.end(), row, row + vocab);

@@ -18,6 +18,7 @@
 #include "parallel/rank_metrics.hpp"
 #include "parallel/rma_experts.hpp"
 #include "parallel/run_shape.hpp"
+#include "parallel/speculator.hpp"
 #include "parallel/step_runner.hpp"
 #include "plan/layout.hpp"
 #include "runtime/rma_channel.hpp"
@@ -46,6 +47,7 @@ class ExpertRank {
   RmaExperts rma_;
   Transformer model_;
   KvCache cache_;
+  std::unique_ptr<Speculator> spec_;  // --speculative mtp
   double busy_ = 0, wait_ = 0;
 };
 

@@ -5,11 +5,12 @@
 #include <cstring>
 #include <vector>
 
+#include "common/error.hpp"
 #include "sampling/sampler.hpp"
 
 namespace trillion {
 
-StepOutput head_step(const Transformer& model, const float* x, const StepInput& in) {
+StepOutput head_step(const Transformer& model, const float* x, const StepInput& in, Speculator* spec) {
   const int64_t d = model.config().hidden_size, vocab = model.config().vocab_size;
   const int64_t m = int64_t(in.logit_rows.size());
   // Only the requested rows go through the (vocabulary-sized) head.
@@ -19,6 +20,13 @@ StepOutput head_step(const Transformer& model, const float* x, const StepInput& 
   StepOutput out;
   out.logits.resize(size_t(m * vocab));
   model.logits(rows.data(), m, out.logits.data());
+  if (spec) {
+    spec->choose_and_draft(model, x, in, out);
+    if (!in.return_logits) out.logits = {};
+    return out;
+  }
+  if (!in.drafts.empty() || !in.mtp_next.empty())
+    throw Error("head_step: a speculative step on a rank without the MTP layer (run with --speculative mtp)");
   out.tokens.resize(size_t(m));
   out.logprobs.assign(size_t(m), 0.0f);
   out.top_logprobs.resize(size_t(m));

@@ -5,11 +5,14 @@
 // layout produces the same bits.
 #pragma once
 #include "model/transformer.hpp"
+#include "parallel/speculator.hpp"
 #include "parallel/step_runner.hpp"
 
 namespace trillion {
 
-// x: [in.batch.size(), hidden] activations after the last layer.
-StepOutput head_step(const Transformer& model, const float* x, const StepInput& in);
+// x: [in.batch.size(), hidden] activations after the last layer. With a
+// Speculator (--speculative mtp) the tokens are chosen by it: drafts
+// verified, and the MTP layer's next drafts in StepOutput::drafts.
+StepOutput head_step(const Transformer& model, const float* x, const StepInput& in, Speculator* spec = nullptr);
 
 }  // namespace trillion

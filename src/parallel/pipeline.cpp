@@ -23,7 +23,11 @@ PipelineStage::PipelineStage(RmaChannel& ch, const ModelConfig& cfg, TensorSourc
       layout_(layout),
       range_(layout.ranks.at(size_t(ch.rank())).layers),
       model_(cfg, range_, source, pool, nullptr, shape.activations),
-      cache_(cfg, range_, shape.slots, shape.max_len, shape.kv_tokens) {}
+      cache_(cfg, range_, shape.slots, shape.max_len, shape.kv_tokens) {
+  // The MTP layer lives where the head does: the last stage.
+  if (shape.speculative && range_.has_head)
+    spec_ = std::make_unique<Speculator>(cfg, source, pool, shape, shape.slots);
+}
 
 void PipelineStage::run_and_forward(uint64_t ticket, const StepInput& in, std::vector<float>& x) {
   auto t0 = clock_type::now();
@@ -32,7 +36,7 @@ void PipelineStage::run_and_forward(uint64_t ticket, const StepInput& in, std::v
   std::vector<std::byte> msg;
   int dest;
   if (last) {
-    StepOutput out = head_step(model_, x.data(), in);
+    StepOutput out = head_step(model_, x.data(), in, spec_.get());
     out.ticket = ticket;
     msg = encode_result(out);
     dest = 0;
@@ -69,8 +73,9 @@ RankMetrics PipelineStage::metrics() const {
   RankMetrics m;
   m.rank = ch_.rank();
   m.role = "stage " + std::to_string(ch_.rank()) + ": layers " + std::to_string(range_.begin) + "-" +
-           std::to_string(range_.end - 1) + (range_.has_embed ? " + embed" : "") + (range_.has_head ? " + head" : "");
-  fill_run_metrics(m, ch_.stats(), busy_, wait_, cache_.bytes());
+           std::to_string(range_.end - 1) + (range_.has_embed ? " + embed" : "") + (range_.has_head ? " + head" : "") +
+           (spec_ ? " + MTP" : "");
+  fill_run_metrics(m, ch_.stats(), busy_, wait_, cache_.bytes() + (spec_ ? spec_->kv_cache_bytes() : 0));
   return m;
 }
 
@@ -108,7 +113,7 @@ void PipelineRunner::submit(uint64_t ticket, const StepInput& in) {
   model_.embed(in.tokens.data(), n, x.data());
   if (ch_.size() == 1) {
     model_.forward(in.batch, x.data(), cache_);
-    StepOutput out = head_step(model_, x.data(), in);
+    StepOutput out = head_step(model_, x.data(), in, spec_.get());
     out.ticket = ticket;
     results_.push_back(std::move(out));
     busy_ += since(t0);

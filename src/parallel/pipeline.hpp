@@ -18,6 +18,7 @@
 #include "model/transformer.hpp"
 #include "parallel/rank_metrics.hpp"
 #include "parallel/run_shape.hpp"
+#include "parallel/speculator.hpp"
 #include "parallel/step_runner.hpp"
 #include "plan/layout.hpp"
 #include "runtime/rma_channel.hpp"
@@ -44,6 +45,7 @@ class PipelineStage {
   LayerRange range_;
   Transformer model_;
   KvCache cache_;
+  std::unique_ptr<Speculator> spec_;  // --speculative mtp, on the last stage
   double busy_ = 0, wait_ = 0;
 };
 

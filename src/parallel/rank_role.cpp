@@ -49,7 +49,8 @@ namespace {
 class SingleRank final : public RankRole {
  public:
   SingleRank(const ModelConfig& cfg, TensorSource& source, ThreadPool& pool, const RunShape& shape)
-      : runner_(cfg, source, pool, shape.slots, shape.max_len, shape.kv_tokens, shape.activations) {}
+      : runner_(cfg, source, pool, shape.slots, shape.max_len, shape.kv_tokens, shape.activations,
+                shape.speculative) {}
   void run(const std::function<void(StepRunner&)>& work) override { work(runner_); }
   StepRunner* runner() override { return &runner_; }
   RankMetrics metrics() const override {

@@ -16,12 +16,14 @@ struct RunShape {
   int64_t kv_tokens = 0;    // KV-cache pool positions per rank; 0: slots x max_len (of the rank's slots)
   int64_t step_tokens = 256;  // most rows of one step's prefill (sizes the activation rings)
   Activations activations = Activations::f32;  // compute path of the weight products (--activations)
+  bool speculative = false;  // --speculative mtp: the head's rank runs the MTP layer, decode rows come in pairs
 
   // The most rows one step can hold: prefill tokens (at most step_tokens, and
-  // never more than every slot's whole context) plus one decode row a slot.
+  // never more than every slot's whole context) plus one decode row a slot (two
+  // when speculative: the new token and its draft).
   // What activation buffers are sized by, whatever --step-tokens says.
   int64_t max_step_rows() const {
-    return std::min<int64_t>(step_tokens, int64_t(slots) * max_len) + slots;
+    return std::min<int64_t>(step_tokens, int64_t(slots) * max_len) + int64_t(slots) * (speculative ? 2 : 1);
   }
 };
 

@@ -26,7 +26,16 @@ struct StepInput {
   std::vector<int64_t> logit_rows; // rows whose outputs the caller needs, increasing
   bool return_logits = false;      // false: only the chosen token of each logit row
   std::vector<SamplingParams> sampling;  // [logit_rows] how to choose each token; empty: all greedy
+  // Speculative decoding (--speculative mtp; parallel/speculator.hpp), else both empty.
+  // mtp_next[r]: the token at row r's pos + 1, the MTP layer's input at row r,
+  // or kChosenNext for a logit row (the token it chooses).
+  std::vector<int32_t> mtp_next;  // [n]
+  // drafts[i] >= 0: logit row i + 1 is the same sequence's next position and
+  // carries this draft as its input token; row i verifies it. -1: no draft.
+  std::vector<int32_t> drafts;    // [logit_rows]
 };
+inline constexpr int32_t kChosenNext = -1;
+inline constexpr int32_t kNotProduced = -2;  // StepOutput::tokens of a draft's row after the draft was rejected
 
 struct StepOutput {
   uint64_t ticket = 0;
@@ -34,6 +43,9 @@ struct StepOutput {
   std::vector<float> logprobs;  // [logit_rows] of the chosen token when its params ask, else 0
   std::vector<std::vector<TokenLogprob>> top_logprobs;  // [logit_rows][params.top_logprobs]
   std::vector<float> logits;    // [logit_rows, vocab] when return_logits, else empty
+  // Speculative decoding: the MTP layer's draft for the position after this
+  // row's token, at the last row each sequence produced (-1 elsewhere); empty without.
+  std::vector<int32_t> drafts;  // [logit_rows]
 };
 
 class StepRunner {

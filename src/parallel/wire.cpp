@@ -16,6 +16,8 @@ struct StepHeader {
   int32_t has_x;
   int32_t has_sampling;  // then [m] SamplingParams
   int32_t released;      // then [released] slot ids (Batch::released)
+  int32_t has_mtp;       // then [n] mtp_next
+  int32_t has_drafts;    // then [m] drafts
 };
 
 struct ResultHeader {
@@ -23,6 +25,8 @@ struct ResultHeader {
   int64_t m;
   int32_t has_logits;
   int32_t has_logprobs;  // then [m] logprobs, [m] alternative counts, the alternatives
+  int32_t has_drafts;    // then [m] drafts
+  int32_t pad;
 };
 
 class Writer {
@@ -72,7 +76,11 @@ std::vector<std::byte> encode_step(uint64_t ticket, const StepInput& in, const f
   const bool sampling = !in.sampling.empty();
   if (sampling && int64_t(in.sampling.size()) != m) throw Error("encode_step: sampling params do not match logit rows");
   const int32_t released = int32_t(in.batch.released.size());
-  StepHeader h{ticket, n, m, in.return_logits ? 1 : 0, x ? 1 : 0, sampling ? 1 : 0, released};
+  const bool mtp = !in.mtp_next.empty(), drafts = !in.drafts.empty();
+  if ((mtp && int64_t(in.mtp_next.size()) != n) || (drafts && int64_t(in.drafts.size()) != m))
+    throw Error("encode_step: MTP tokens or drafts do not match the rows");
+  StepHeader h{ticket, n, m, in.return_logits ? 1 : 0, x ? 1 : 0, sampling ? 1 : 0, released, mtp ? 1 : 0,
+               drafts ? 1 : 0};
   Writer w(sizeof h + size_t(n) * 12 + size_t(m) * (8 + sizeof(SamplingParams)) + (x ? size_t(n * hidden) * 4 : 0));
   w.put(&h, 1);
   w.put(in.tokens.data(), size_t(n));
@@ -80,6 +88,8 @@ std::vector<std::byte> encode_step(uint64_t ticket, const StepInput& in, const f
   w.put(in.logit_rows.data(), size_t(m));
   if (sampling) w.put(in.sampling.data(), size_t(m));
   w.put(in.batch.released.data(), size_t(released));
+  if (mtp) w.put(in.mtp_next.data(), size_t(n));
+  if (drafts) w.put(in.drafts.data(), size_t(m));
   if (x) w.put(x, size_t(n * hidden));
   return w.take();
 }
@@ -106,6 +116,14 @@ WireStep decode_step(std::span<const std::byte> bytes, int64_t hidden) {
   }
   s.input.batch.released.resize(size_t(h.released));
   r.get(s.input.batch.released.data(), size_t(h.released));
+  if (h.has_mtp) {
+    s.input.mtp_next.resize(size_t(h.n));
+    r.get(s.input.mtp_next.data(), size_t(h.n));
+  }
+  if (h.has_drafts) {
+    s.input.drafts.resize(size_t(h.m));
+    r.get(s.input.drafts.data(), size_t(h.m));
+  }
   if (h.has_x) {
     s.x.resize(size_t(h.n * hidden));
     r.get(s.x.data(), s.x.size());
@@ -119,7 +137,9 @@ std::vector<std::byte> encode_result(const StepOutput& out) {
   const bool logprobs = !out.logprobs.empty();
   if (logprobs && (int64_t(out.logprobs.size()) != m || int64_t(out.top_logprobs.size()) != m))
     throw Error("encode_result: logprobs do not match tokens");
-  ResultHeader h{out.ticket, m, out.logits.empty() ? 0 : 1, logprobs ? 1 : 0};
+  const bool drafts = !out.drafts.empty();
+  if (drafts && int64_t(out.drafts.size()) != m) throw Error("encode_result: drafts do not match tokens");
+  ResultHeader h{out.ticket, m, out.logits.empty() ? 0 : 1, logprobs ? 1 : 0, drafts ? 1 : 0, 0};
   Writer w(sizeof h + size_t(m) * 12 + out.logits.size() * 4);
   w.put(&h, 1);
   w.put(out.tokens.data(), size_t(m));
@@ -130,6 +150,7 @@ std::vector<std::byte> encode_result(const StepOutput& out) {
     w.put(counts.data(), counts.size());
     for (const auto& t : out.top_logprobs) w.put(t.data(), t.size());
   }
+  if (drafts) w.put(out.drafts.data(), size_t(m));
   w.put(out.logits.data(), out.logits.size());
   return w.take();
 }
@@ -154,6 +175,10 @@ StepOutput decode_result(std::span<const std::byte> bytes, int64_t vocab) {
       out.top_logprobs[i].resize(size_t(counts[i]));
       r.get(out.top_logprobs[i].data(), size_t(counts[i]));
     }
+  }
+  if (h.has_drafts) {
+    out.drafts.resize(size_t(h.m));
+    r.get(out.drafts.data(), size_t(h.m));
   }
   if (h.has_logits) {
     out.logits.resize(size_t(h.m * vocab));

@@ -112,17 +112,55 @@ int64_t share_bytes(const ModelConfig& cfg, const Manifest& manifest, const Rank
   return b;
 }
 
-int64_t share_int8_copy_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
-  // store/int8_source.hpp: every FP8 linear weight but kv_b_proj, as int8 + a bf16 scale per 32 columns.
+namespace {
+// store/int8_source.hpp: every FP8 linear weight but kv_b_proj, as int8 + a bf16 scale per 32 columns.
+template <class Holds>
+int64_t int8_copy_bytes(const Manifest& manifest, Holds holds) {
   auto ends_with = [](const std::string& s, const std::string& tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
   };
   int64_t b = 0;
   for (const TensorInfo& t : manifest.tensors())
     if (t.dtype == DType::F8_E4M3 && t.shape.size() == 2 && ends_with(t.name, ".weight") &&
-        !ends_with(t.name, "kv_b_proj.weight") && holds_tensor(cfg, share, t.name))
+        !ends_with(t.name, "kv_b_proj.weight") && holds(t.name))
       b += t.shape[0] * t.shape[1] + t.shape[0] * ((t.shape[1] + 31) / 32) * 2;
   return b;
+}
+}  // namespace
+
+int64_t share_int8_copy_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
+  return int8_copy_bytes(manifest, [&](const std::string& n) { return holds_tensor(cfg, share, n); });
+}
+
+int64_t share_mtp_int8_copy_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
+  return int8_copy_bytes(manifest, [&](const std::string& n) { return holds_mtp_tensor(cfg, share, n); });
+}
+
+bool has_mtp_layer(const ModelConfig& cfg, const Manifest& manifest) {
+  const std::string eh = "model.layers." + std::to_string(cfg.num_hidden_layers) + ".eh_proj.weight";
+  for (const TensorInfo& t : manifest.tensors())
+    if (t.name == eh) return true;
+  return false;
+}
+
+bool holds_mtp_tensor(const ModelConfig& cfg, const RankShare& share, const std::string& name) {
+  if (!share.layers.has_head || cfg.num_nextn_predict_layers < 1) return false;
+  const NameParts p = parse_name(name);
+  return p.layer == cfg.num_hidden_layers && name.find(".shared_head.head.") == std::string::npos;
+}
+
+int64_t share_mtp_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
+  int64_t b = 0;
+  for (const TensorInfo& t : manifest.tensors())
+    if (holds_mtp_tensor(cfg, share, t.name)) b += int64_t(t.nbytes);
+  return b;
+}
+
+std::vector<std::string> share_mtp_files(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
+  std::set<std::string> files;
+  for (const TensorInfo& t : manifest.tensors())
+    if (holds_mtp_tensor(cfg, share, t.name)) files.insert(t.shard);
+  return {files.begin(), files.end()};
 }
 
 std::vector<std::string> share_files(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {

@@ -52,6 +52,19 @@ int64_t share_bytes(const ModelConfig& cfg, const Manifest& manifest, const Rank
 // weights requantized to int8 groups (store/int8_source.hpp). The mapped FP8
 // pages stay file-backed (reclaimable); this copy is anonymous memory.
 int64_t share_int8_copy_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share);
+// MTP speculative decoding (generate --speculative mtp): the MTP layer
+// (model.layers.{num_hidden_layers}.*) lives where the head does, on every
+// rank that holds lm_head (the last pipeline stage; every expert-parallel
+// rank, with all of its routed experts). Whether the converted model holds
+// it, and the bytes a rank maps for it: every MTP tensor but shared_head.head
+// (a copy of lm_head, which the rank holds already).
+bool has_mtp_layer(const ModelConfig& cfg, const Manifest& manifest);
+bool holds_mtp_tensor(const ModelConfig& cfg, const RankShare& share, const std::string& name);
+int64_t share_mtp_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share);
+// The int8 copy (share_int8_copy_bytes) of the MTP layer's FP8 linears.
+int64_t share_mtp_int8_copy_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share);
+std::vector<std::string> share_mtp_files(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share);
+
 std::vector<std::string> share_files(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share);
 
 }  // namespace trillion

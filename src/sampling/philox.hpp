@@ -29,8 +29,11 @@ inline PhiloxCounter philox4x32_10(PhiloxCounter ctr, PhiloxKey key) {
 }
 
 // A uniform double in [0, 1) for (seed, position): 53 bits of one Philox block.
-inline double philox_uniform(uint64_t seed, uint64_t position) {
-  const PhiloxCounter out = philox4x32_10({uint32_t(position), uint32_t(position >> 32), 0, 0},
+// `stream` tells apart independent numbers of one position (speculative
+// decoding's draft, accept and residual draws, sampling/speculative.hpp);
+// stream 0 is plain sampling's.
+inline double philox_uniform(uint64_t seed, uint64_t position, uint32_t stream = 0) {
+  const PhiloxCounter out = philox4x32_10({uint32_t(position), uint32_t(position >> 32), stream, 0},
                                           {uint32_t(seed), uint32_t(seed >> 32)});
   const uint64_t bits = (uint64_t(out[0]) << 32 | out[1]) >> 11;
   return double(bits) * 0x1.0p-53;

@@ -118,13 +118,18 @@ Sample sample_token(const float* logits, int64_t vocab, const SamplingParams& p,
       }
     }
   }
+  add_logprobs(logits, vocab, p, s);
+  return s;
+}
+
+void add_logprobs(const float* logits, int64_t vocab, const SamplingParams& p, Sample& s) {
+  vocab = choosable(vocab, p);
   if (p.logprobs || p.top_logprobs > 0) {
     const double lse = log_sum_exp(logits, vocab);
     s.logprob = float(double(logits[s.token]) - lse);
     for (int32_t id : top_ids(logits, vocab, p.top_logprobs))
       s.top.push_back({id, float(double(logits[id]) - lse)});
   }
-  return s;
 }
 
 }  // namespace trillion

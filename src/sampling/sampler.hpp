@@ -61,6 +61,8 @@ int64_t choosable(int64_t vocab, const SamplingParams& p);
 // EOS ids when p.mask_eos); the logprobs are still of the unmasked logits.
 Sample sample_token(const float* logits, int64_t vocab, const SamplingParams& p,
                     std::span<const int64_t> never = {});
+// Fills s.logprob and s.top for the already chosen s.token, when p asks.
+void add_logprobs(const float* logits, int64_t vocab, const SamplingParams& p, Sample& s);
 
 // Checks a request's parameters; returns an error message or "" when valid.
 std::string sampling_params_error(const SamplingParams& p);

@@ -20,6 +20,7 @@ struct Sequence {
   std::vector<std::vector<TokenLogprob>> top_logprobs;
   std::unique_ptr<TokenTextStream> stream;  // with stop strings only
   std::unique_ptr<StopMatcher> stop;
+  int32_t draft = -1;           // speculative: the MTP layer's draft of the token after tokens.back()
   bool prefilling() const { return cached < int64_t(req->prompt_token_ids.size()); }
 };
 
@@ -108,6 +109,7 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
     released.clear();
     g.wants.clear();
     g.has_prefill = false;
+    const bool spec = opts_.speculative;
     for (Sequence& s : g.active) {
       if (s.prefilling()) continue;
       in.tokens.push_back(s.tokens.back());
@@ -117,6 +119,26 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
       g.wants.push_back(&s);
       ++s.cached;
       ++stats_.decode_tokens;
+      if (!spec) continue;
+      in.mtp_next.push_back(kChosenNext);
+      // The draft's row yields the token after it: worth running only when
+      // the request and the context have room for both.
+      const int64_t after = int64_t(s.tokens.size()) + 1;  // tokens once this row's is added
+      const bool room = int64_t(s.generated.size()) + 2 <= s.req->max_tokens && after + 1 <= max_len;
+      in.drafts.push_back(room ? s.draft : -1);
+      if (room && s.draft >= 0) {
+        in.tokens.push_back(s.draft);
+        in.batch.rows.push_back({s.slot, int32_t(s.cached)});
+        in.logit_rows.push_back(in.batch.size() - 1);
+        SamplingParams p = params_for(s);
+        ++p.position;
+        in.sampling.push_back(p);
+        in.mtp_next.push_back(kChosenNext);
+        in.drafts.push_back(-1);
+        g.wants.push_back(&s);
+        ++stats_.drafted;
+      }
+      s.draft = -1;
     }
     int64_t budget = std::max<int64_t>(1, opts_.step_tokens);
     for (Sequence& s : g.active) {
@@ -128,12 +150,15 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
       for (int64_t p = s.cached; p < s.cached + take; ++p) {
         in.tokens.push_back(s.tokens[size_t(p)]);
         in.batch.rows.push_back({s.slot, int32_t(p)});
+        // The MTP layer's input at p is the token at p + 1: the prompt's, or the one the last row chooses.
+        if (spec) in.mtp_next.push_back(p + 1 < prompt ? s.tokens[size_t(p + 1)] : kChosenNext);
       }
       s.cached += take;
       stats_.prefill_tokens += take;
       if (s.cached == prompt) {  // the chunk ends the prompt: its last row yields a token
         in.logit_rows.push_back(in.batch.size() - 1);
         in.sampling.push_back(params_for(s));
+        if (spec) in.drafts.push_back(-1);
         g.wants.push_back(&s);
       }
     }
@@ -152,7 +177,15 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
     --in_flight;
     for (size_t i = 0; i < g.wants.size(); ++i) {
       Sequence& s = *g.wants[i];
+      if (!s.req) continue;  // finished at its first row of this step (the draft's row is then moot)
       const int32_t tok = out.tokens[i];
+      if (tok == kNotProduced) continue;  // a rejected draft's row
+      if (opts_.speculative) {
+        if (i > 0 && g.wants[i - 1] == &s) ++stats_.accepted;  // the draft's row produced: its draft stood
+        // cached: the positions whose KV stands (a rejected draft's is rewritten next).
+        s.cached = int64_t(s.tokens.size());
+        s.draft = i < out.drafts.size() ? out.drafts[i] : -1;
+      }
       s.generated.push_back(tok);
       s.tokens.push_back(tok);
       if (s.req->sampling.logprobs || s.req->sampling.top_logprobs > 0) {

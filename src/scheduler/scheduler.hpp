@@ -38,6 +38,10 @@ struct SchedulerOptions {
   // reported) and run() returns false. A graceful stop (SIGTERM) or a failed
   // output ends a run within one step this way.
   std::function<bool()> should_stop;
+  // --speculative mtp: each decoding sequence's step carries its new token
+  // and the MTP layer's draft of the next (verified by the head, exact for
+  // greedy and sampling); the runner must have been made speculative.
+  bool speculative = false;
 };
 
 struct SchedulerStats {
@@ -46,6 +50,8 @@ struct SchedulerStats {
   int64_t decode_tokens = 0;
   double prefill_seconds = 0;  // submit-to-result time of steps that carried prefill rows
   double decode_seconds = 0;   // submit-to-result time of decode-only steps
+  int64_t drafted = 0;   // speculative: drafts verified
+  int64_t accepted = 0;  // of them, accepted (each one a token without a step of its own)
 };
 
 class Scheduler {

@@ -145,6 +145,22 @@ def converted(trillion, work, preset, fmt, seed=0, extra=(), quantize=None, vari
     return hf, out
 
 
+def trained_smoke(trillion, work, steps=30):
+    """tools/train/train.py's smoke model (KJV, DeepSeek-V3 architecture with
+    an MTP layer, 2 layers, ~20 s for 30 steps; needs python3-torch) and its
+    conversion, kept while tools/train and the binary are the same."""
+    train = os.path.join(ROOT, "tools", "train")
+    hf = os.path.join(work, "hf", f"kjv-smoke-{steps}")
+    made_once(hf, {"train": digest(*sorted(glob.glob(os.path.join(train, "*.py")))), "steps": steps},
+              lambda: run([PYTHON, os.path.join(train, "train.py"), "--arch", "smoke", "--steps", steps,
+                           "--output", hf], timeout=900))
+    out = os.path.join(work, "model", f"kjv-smoke-{steps}")
+    made_once(out, {"checkpoint": digest(*sorted(glob.glob(os.path.join(hf, "*.safetensors")))),
+                    "trillion": digest(trillion)},
+              lambda: run([trillion, "convert", "--input", hf, "--output", out]))
+    return hf, out
+
+
 def write_jsonl(path, records):
     with open(path, "w") as f:
         for r in records:

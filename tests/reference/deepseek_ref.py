@@ -318,6 +318,9 @@ class DictWeights:
     def tensor(self, name):
         return self.tensors[name]
 
+    def has(self, name):
+        return name in self.tensors
+
     def linear(self, prefix):
         return self.tensors[prefix + ".weight"]
 
@@ -357,6 +360,9 @@ class CheckpointWeights:
         if name not in self.cache:
             self.cache[name] = self.ckpt.float64(name)
         return self.cache[name]
+
+    def has(self, name):
+        return name in self.ckpt
 
     def linear(self, prefix):
         if prefix in self.cache:
@@ -517,6 +523,35 @@ class Model:
             cache.length += len(ids)
         x = rms_norm(x, w.tensor("model.norm.weight"), cfg.rms_norm_eps)
         return w.apply(x, "lm_head", pos), routing
+
+    def mtp_forward(self, token_ids, next_token):
+        """The MTP layer (index num_hidden_layers, DeepSeek-V3's depth-1 module)
+        over a whole sequence: row i joins the main model's final normed hidden
+        state h_i with the embedding of token i+1 (next_token after the last),
+        eh_proj(concat(enorm(emb), hnorm(h))) -> one decoder layer (its own
+        attention over these rows, MoE) -> shared_head.norm. Returns (hidden
+        [T, d] after shared_head.norm, logits [T, vocab] through the main
+        lm_head; row i predicts token i+2). The embedding is the layer's own
+        copy when the checkpoint has it, else the main one."""
+        cfg, w, L, eps = self.cfg, self.w, self.cfg.num_hidden_layers, self.cfg.rms_norm_eps
+        ids = np.asarray(token_ids, dtype=np.int64)
+        pos = np.arange(len(ids))
+        x = w.embedding_rows(ids)
+        for l in range(L + 1):
+            if l == L:  # the main stack is done: h, then the MTP layer's input
+                h = rms_norm(x, w.tensor("model.norm.weight"), eps)
+                p = "model.layers.%d." % L
+                nxt = np.concatenate([ids[1:], [int(next_token)]])
+                own = p + "embed_tokens.weight"
+                emb = w.tensor(own)[nxt] if w.has(own) else w.embedding_rows(nxt)
+                x = w.apply(np.concatenate([rms_norm(emb, w.tensor(p + "enorm.weight"), eps),
+                                            rms_norm(h, w.tensor(p + "hnorm.weight"), eps)], axis=1),
+                            p + "eh_proj", pos)
+            p = "model.layers.%d." % l
+            x = x + self.attention(l, rms_norm(x, w.tensor(p + "input_layernorm.weight"), eps), 0, None, False)
+            x = x + self.mlp(l, rms_norm(x, w.tensor(p + "post_attention_layernorm.weight"), eps), pos)[0]
+        out = rms_norm(x, w.tensor("model.layers.%d.shared_head.norm.weight" % L), eps)
+        return out, w.apply(out, "lm_head", pos)
 
     def generate_greedy(self, token_ids, n, absorbed=False):
         """Prompt logits, prompt routing, and n greedy tokens (float64 KV cache);
