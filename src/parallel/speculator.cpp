@@ -46,7 +46,14 @@ void Speculator::choose_and_draft(const Transformer& model, const float* x, cons
       continue;
     }
     Sample s;
-    if (draft >= 0) {
+    if (p.mask_eos) {
+      // Before min_tokens the target is the EOS-masked distribution (head_step's
+      // rule): its token is drawn directly, as without a draft, and a draft is
+      // dropped (always rejecting keeps the output distribution exact).
+      s = sample_token(row, vocab, p, cfg_.eos_token_ids);
+      dead = draft >= 0;
+      chain_end[size_t(i)] = 1;
+    } else if (draft >= 0) {
       const int32_t slot = slot_of(i);
       if (slot < 0 || slot >= int32_t(q_.size())) throw Error("Speculator: slot out of range");
       const Verdict v = verify_draft(row, vocab, p, draft, q_[size_t(slot)]);

@@ -21,11 +21,11 @@ def requests(**extra):
              "seed": 1000 + i, **extra} for i in range(N)]
 
 
-def generate(name, reqs):
+def generate(name, reqs, extra=()):
     p, out = os.path.join(case, f"{name}.jsonl"), os.path.join(case, f"{name}-out.jsonl")
     write_jsonl(p, reqs)
     run([args.trillion, "generate", "--model", model, "--prompts", p, "--output", out, "--restart",
-         "--threads", "1", "--max-batch", "16"])
+         "--threads", "1", "--max-batch", "16", *extra])
     return {r["id"]: r for r in read_jsonl(out)}
 
 
@@ -39,6 +39,10 @@ masked = generate("min", requests(min_tokens=MAX))
 f.check(all(r["finish_reason"] == "length" and len(r["token_ids"]) == MAX for r in masked.values()),
         "min_tokens = max_tokens: every request generates max_tokens")
 f.check(all(eos not in r["token_ids"] for r in masked.values()), "min_tokens: EOS never chosen before the minimum")
+# With MTP drafts (the tiny preset has an MTP layer): the verification's target is the masked one too.
+spec = generate("min-spec", requests(min_tokens=MAX), ["--speculative", "mtp"])
+f.check(all(r["finish_reason"] == "length" and len(r["token_ids"]) == MAX and eos not in r["token_ids"]
+            for r in spec.values()), "min_tokens with --speculative mtp: max_tokens each, EOS never chosen")
 ignored = generate("ignore", requests(ignore_eos=True))
 f.check(all(r["finish_reason"] == "length" and len(r["token_ids"]) == MAX for r in ignored.values()),
         "ignore_eos: every request generates max_tokens")
