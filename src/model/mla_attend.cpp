@@ -21,8 +21,9 @@ struct Item {
   int64_t j1;  // one past its last
 };
 
-// A chunk's contribution for every head: local max m, sum of exp(score - m)
-// (double, position order), and acc = sum_j exp(score_j - m) c_kv_j.
+// A chunk's contribution for every head: local max m, l = sum of
+// exp(score - m) (double, position order), and acc = sum_j p_j c_kv_j with
+// p_j = exp(score_j - m) / l (the chunk's own softmax).
 struct Partials {
   std::vector<float> m, acc;  // [items, H], [items, H, r]
   std::vector<double> l;      // [items, H]
@@ -55,6 +56,11 @@ void run_item(const MlaShape& s, const KvCache& cache, int64_t layer, const Batc
       p[j] = std::exp(p[j] - mx);
       sum += p[j];
     }
+    // Normalized within the chunk exactly as vector_ops softmax() does, so a
+    // row of one chunk (<= kMlaChunk positions) keeps the bits it had when
+    // attention went head by head.
+    const double inv = 1.0 / sum;
+    for (int64_t j = 0; j < len; ++j) p[j] = float(double(p[j]) * inv);
     m[h] = mx;
     l[h] = sum;
   }
@@ -78,9 +84,13 @@ void merge_row(const MlaShape& s, const Partials& P, int64_t c0, int64_t c1, int
     double L = 0.0;
     for (int64_t c = c0; c < c1; ++c) L += double(std::exp(P.m[size_t(c * H + h)] - M)) * P.l[size_t(c * H + h)];
     float* out = ctx + (h * n + t) * r;
+    if (c1 - c0 == 1) {  // one chunk: its convex combination is the row's
+      std::copy_n(&P.acc[size_t((c0 * H + h) * r)], r, out);
+      continue;
+    }
     std::fill_n(out, r, 0.0f);
-    for (int64_t c = c0; c < c1; ++c) {
-      const float w = float(double(std::exp(P.m[size_t(c * H + h)] - M)) / L);
+    for (int64_t c = c0; c < c1; ++c) {  // chunk c's share of the softmax mass
+      const float w = float(double(std::exp(P.m[size_t(c * H + h)] - M)) * P.l[size_t(c * H + h)] / L);
       axpy(w, &P.acc[size_t((c * H + h) * r)], out, r);
     }
   }

@@ -11,6 +11,8 @@
 // weighted latent sum (online softmax, as flash-decoding) that are merged in
 // chunk order, so a row's bits depend on its own positions and kChunk only:
 // never on the batch, the thread count, or which thread took which chunk.
+// A row of at most kMlaChunk positions gets exactly the bits of the
+// head-by-head softmax (one chunk: the same sums in the same order).
 #pragma once
 #include <cstdint>
 

@@ -9,6 +9,7 @@
 
 #include "common/thread_pool.hpp"
 #include "config/model_config.hpp"
+#include "kernels/vector_ops.hpp"
 #include "model/kv_cache.hpp"
 #include "model/mla_attend.hpp"
 
@@ -125,6 +126,31 @@ BOOST_AUTO_TEST_CASE(a_rows_bits_depend_on_its_own_positions_only) {
   for (int64_t h = 0; h < H; ++h)
     for (int64_t i = 0; i < R; ++i)
       BOOST_TEST(solo[size_t(h * R + i)] == one[size_t((h * n_all + 4) * R + i)]);
+}
+
+BOOST_AUTO_TEST_CASE(one_chunk_rows_keep_the_head_by_head_bits) {
+  // Rows of <= kMlaChunk positions: the softmax and weighted sum of the
+  // head-by-head form (vector_ops softmax, then axpy in position order), bit for bit.
+  const Fixture f({1, 64, 200, int32_t(kMlaChunk)});
+  const std::vector<float> got = f.run(2);
+  const int64_t n = f.batch.size();
+  for (int64_t t = 0; t < n; ++t) {
+    const TokenRow row = f.batch.rows[size_t(t)];
+    for (int64_t h = 0; h < H; ++h) {
+      std::vector<float> sc(size_t(row.pos + 1)), ctx(size_t(R), 0.0f);
+      const float* ql = &f.q_lat[size_t((h * n + t) * R)];
+      const float* qp = &f.q_pe[size_t(t * H * ROPE + h * ROPE)];
+      for (int32_t j = 0; j <= row.pos; ++j) {
+        const int64_t k = j % KvCache::kBlockTokens;
+        sc[size_t(j)] = (dot(ql, f.cache->c_kv_block(row.slot, 0, j) + k * R, R) +
+                         dot(qp, f.cache->k_pe_block(row.slot, 0, j) + k * ROPE, ROPE)) * 0.3f;
+      }
+      softmax(sc.data(), row.pos + 1);
+      for (int32_t j = 0; j <= row.pos; ++j)
+        axpy(sc[size_t(j)], f.cache->c_kv_block(row.slot, 0, j) + (j % KvCache::kBlockTokens) * R, ctx.data(), R);
+      for (int64_t i = 0; i < R; ++i) BOOST_TEST(got[size_t((h * n + t) * R + i)] == ctx[size_t(i)]);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
