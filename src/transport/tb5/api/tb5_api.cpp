@@ -47,14 +47,16 @@ extern "C" tb5_handle* tb5_open(const tb5_options* o, uint32_t self, uint32_t nr
       throw std::runtime_error("btl_tb5_backend must be udp, verbs or auto, not '" + backend + "'");
     if (backend != "udp") {
       try {
-        h->link = open_verbs_link(str(o->verbs_library), str(o->verbs_device), o->mtu, self, nranks);
+        h->link = open_verbs_link(str(o->verbs_library), str(o->verbs_device), o->mtu ? o->mtu : 1024, self, nranks);
         h->backend = "verbs";
       } catch (const std::exception& e) {
         if (backend == "verbs") throw;
       }
     }
     if (!h->link) {
-      h->link = std::make_unique<UdpLink>(choose_ipv4(str(o->if_include)), o->mtu, nranks);
+      // 8 KiB datagrams: fewer system calls per byte; IP fragments them on a
+      // 1500-byte link, and any lost fragment is one lost frame.
+      h->link = std::make_unique<UdpLink>(choose_ipv4(str(o->if_include)), o->mtu ? o->mtu : 8192, nranks);
       h->backend = "udp";
     }
     FaultConfig fc{o->loss, o->duplicate, o->reorder, o->seed ? o->seed + self : 1 + self};
@@ -65,7 +67,8 @@ extern "C" tb5_handle* tb5_open(const tb5_options* o, uint32_t self, uint32_t nr
     }
     h->description = h->link->describe();
     // Verbs: the window must fit the posted receives (acks take some too).
-    const uint32_t window = h->backend == "verbs" ? std::min<uint32_t>(o->window, verbs_window) : o->window;
+    const uint32_t asked = o->window ? o->window : 64;
+    const uint32_t window = h->backend == "verbs" ? std::min<uint32_t>(asked, verbs_window) : asked;
     EngineConfig ec{window, o->rto, o->rto_max, o->heartbeat, o->peer_timeout};
     h->engine = std::make_unique<Engine>(
         *h->link, self, nranks, ec,

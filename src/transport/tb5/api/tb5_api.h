@@ -16,8 +16,8 @@ struct tb5_options {
   const char* if_include;    /* udp: interface name or IPv4 address ("" = first non-loopback) */
   const char* verbs_library; /* "" = librdma.dylib (macOS) / libibverbs.so.1 (Linux) */
   const char* verbs_device;  /* "" = the first device */
-  unsigned mtu;              /* frame size in bytes (verbs: at most the port's MTU) */
-  unsigned window;           /* frames in flight per peer, 1..64 */
+  unsigned mtu;              /* frame size in bytes (0: 8192 udp, 1024 verbs; verbs: at most the port's) */
+  unsigned window;           /* frames in flight per peer, 1..64 (0: 64; verbs: at most 24) */
   double rto, rto_max, heartbeat, peer_timeout; /* seconds */
   double loss, duplicate, reorder;              /* injected, probabilities per frame */
   unsigned long long seed;

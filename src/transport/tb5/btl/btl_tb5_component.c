@@ -62,8 +62,9 @@ static int component_register(void) {
   reg_string("verbs_device", "RDMA device name, e.g. rdma_en3 (empty: the first)", "", &c->verbs_device);
   reg_string("backend_in_use", "read-only: the backend this process uses (set at init)", "none",
              &c->backend_in_use);
-  reg_unsigned("mtu", "frame size in bytes, header included (verbs: at most the port MTU)", 1024, &c->mtu);
-  reg_unsigned("window", "frames in flight per peer, 1..64 (verbs: at most 24)", 32, &c->window);
+  reg_unsigned("mtu", "frame size in bytes, header included (0: 8192 for udp, 1024 for verbs, at most the port MTU)",
+               0, &c->mtu);
+  reg_unsigned("window", "frames in flight per peer, 1..64 (0: 64; verbs: at most 24)", 0, &c->window);
   reg_unsigned("rto_us", "first retransmission timeout, microseconds (doubles per try)", 2000, &c->rto_us);
   reg_unsigned("rto_max_ms", "retransmission timeout ceiling, milliseconds", 200, &c->rto_max_ms);
   reg_unsigned("heartbeat_ms", "interval of the heartbeat thread, milliseconds", 500, &c->heartbeat_ms);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -30,8 +31,12 @@ struct Engine::Peer {
   struct OutFrame {
     std::vector<uint8_t> bytes;
     double sent_at = 0, rto = 0;
-    bool sacked = false;
+    bool sacked = false, resent = false, fast = false;
   };
+  // Round-trip estimate (RFC 6298, from frames sent once: Karn's rule): the
+  // first timeout of a new frame is max(cfg.rto, srtt + 4 rttvar), so a
+  // loaded host that answers in milliseconds is not flooded with copies.
+  double srtt = 0, rttvar = 0;
   uint32_t base = 0, next_seq = 0, limit = 0;
   std::deque<OutFrame> out;
   size_t transmitted = 0;
@@ -132,13 +137,14 @@ void Engine::pump(uint32_t peer, Peer& p, double now) {
     if (f.sacked || now - f.sent_at < f.rto) continue;
     transmit(f);
     f.rto = std::min(f.rto * 2, cfg_.rto_max);
+    f.resent = true;
     ++stats_.retransmissions;
   }
   // New frames, as far as the window and the receiver's credit allow.
   while (p.transmitted < p.out.size() && p.transmitted < cfg_.window &&
          seq_before(p.base + uint32_t(p.transmitted), p.limit)) {
     Peer::OutFrame& f = p.out[p.transmitted++];
-    f.rto = cfg_.rto;
+    f.rto = std::min(cfg_.rto_max, std::max(cfg_.rto, p.srtt + 4 * p.rttvar));
     transmit(f);
   }
 }
@@ -168,7 +174,18 @@ void Engine::send_heartbeats() {
 void Engine::take_ack(Peer& p, uint32_t ack, uint64_t sack, uint32_t window) {
   // Ignore an acknowledgement of frames never sent (a corrupt or stale frame).
   if (seq_before(p.base + uint32_t(p.transmitted), ack)) return;
+  const double now = clock_();
   while (seq_before(p.base, ack)) {
+    const Peer::OutFrame& f = p.out.front();
+    if (!f.resent) {
+      const double sample = now - f.sent_at;
+      if (p.srtt == 0) {
+        p.srtt = sample, p.rttvar = sample / 2;
+      } else {
+        p.rttvar = 0.75 * p.rttvar + 0.25 * std::abs(p.srtt - sample);
+        p.srtt = 0.875 * p.srtt + 0.125 * sample;
+      }
+    }
     p.out.pop_front();
     ++p.base;
     --p.transmitted;
@@ -179,6 +196,12 @@ void Engine::take_ack(Peer& p, uint32_t ack, uint64_t sack, uint32_t window) {
     if (seq_before(seq, p.base)) continue;
     const uint32_t idx = seq - p.base;
     if (idx < p.transmitted) p.out[idx].sacked = true;
+  }
+  // Fast retransmit: frames after `ack` arrived but `ack` itself did not, so
+  // it was most likely lost; resend it now (once) instead of at its timeout.
+  if (sack != 0 && p.transmitted > 0 && p.base == ack && !p.out.front().fast) {
+    p.out.front().fast = true;
+    p.out.front().sent_at = -1e300;
   }
   const uint32_t limit = ack + std::min(window, cfg_.window);
   if (seq_before(p.limit, limit)) p.limit = limit;
