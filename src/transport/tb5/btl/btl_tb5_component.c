@@ -55,7 +55,7 @@ static int component_register(void) {
   mca_btl_tb5_component_t* c = &mca_btl_tb5_component;
   mca_base_var_group_component_register(&c->super.btl_version, "RDMA over Thunderbolt 5 (verbs UC) or UDP, with its own reliability");
   reg_string("backend", "udp, verbs, or auto (verbs if an RDMA device opens, else udp)", "auto", &c->backend);
-  reg_string("if_include", "udp: interface name or IPv4 address to bind (empty: first non-loopback)", "",
+  reg_string("if_include", "udp: interface name, IPv4 address or subnet (a.b.c.d/n) to bind (empty: first non-loopback)", "",
              &c->if_include);
   reg_string("verbs_library", "verbs library to dlopen (empty: librdma.dylib on macOS, libibverbs.so.1 on Linux)",
              "", &c->verbs_library);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -29,6 +30,18 @@ std::string to_string(const sockaddr_in& a) {
 in_addr choose_ipv4(const std::string& spec) {
   in_addr a{};
   if (!spec.empty() && inet_pton(AF_INET, spec.c_str(), &a) == 1) return a;
+  // A subnet ("10.0.0.0/24"): the interface whose address is in it, so one
+  // setting serves every host of a cluster.
+  uint32_t net = 0, mask = 0;
+  const auto slash = spec.find('/');
+  if (slash != std::string::npos) {
+    in_addr n{};
+    const int bits = std::atoi(spec.c_str() + slash + 1);
+    if (inet_pton(AF_INET, spec.substr(0, slash).c_str(), &n) != 1 || bits < 0 || bits > 32)
+      throw std::runtime_error("tb5 udp: btl_tb5_if_include '" + spec + "' is not a valid IPv4 subnet");
+    mask = bits == 0 ? 0 : htonl(~uint32_t(0) << (32 - bits));
+    net = n.s_addr & mask;
+  }
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) throw sys_error("getifaddrs");
   bool found = false, have_lo = false;
@@ -42,7 +55,7 @@ in_addr choose_ipv4(const std::string& spec) {
         continue;
       }
       a = ia, found = true;
-    } else if (spec == i->ifa_name) {
+    } else if (spec == i->ifa_name || (slash != std::string::npos && (ia.s_addr & mask) == net)) {
       a = ia, found = true;
     }
   }
