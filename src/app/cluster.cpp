@@ -14,6 +14,7 @@
 #include "model/kv_pools.hpp"
 #include "parallel/run_footprint.hpp"
 #include "runtime/mpi_env.hpp"
+#include "runtime/mpi_transport.hpp"
 #include "store/int8_source.hpp"
 #include "store/manifest.hpp"
 
@@ -173,6 +174,9 @@ void Cluster::write_metrics(nlohmann::json j, const std::vector<RankMetrics>& ra
   j["kv_block_tokens"] = kv.block_tokens();
   j["micro_batches"] = runner.max_in_flight();
   j["wall_seconds"] = now_seconds() - started_;
+  // Which BTLs / one-sided component Open MPI was told to use, and the tb5
+  // backend when btl/tb5 is loaded (README, "tb5").
+  j["transport"] = mpi_control_variables({"btl", "osc", "btl_tb5_backend_in_use"});
   j["per_rank"] = nlohmann::json::array();
   for (const RankMetrics& m : ranks) j["per_rank"].push_back(to_json(m));
   // Written beside the target (under a name of this process's own, so two

@@ -6,6 +6,8 @@
 #include <exception>
 #include <sstream>
 
+#include "runtime/mpi_transport.hpp"
+
 namespace trillion {
 namespace {
 
@@ -20,21 +22,8 @@ int64_t steady_ns() {
 // portable way to ask which component serves a window, but the selection
 // tells whether osc/pt2pt can be the one.
 std::string read_osc_selection() {
-  int provided = 0;
-  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return "";
-  std::string value;
-  int index = -1;
-  if (MPI_T_cvar_get_index("osc", &index) == MPI_SUCCESS) {
-    MPI_T_cvar_handle handle;
-    int count = 0;
-    if (MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
-      std::string buffer(size_t(count > 0 ? count : 0) + 4096, '\0');
-      if (MPI_T_cvar_read(handle, buffer.data()) == MPI_SUCCESS) value = buffer.c_str();
-      MPI_T_cvar_handle_free(&handle);
-    }
-  }
-  MPI_T_finalize();
-  return value;
+  const auto v = mpi_control_variables({"osc"});
+  return v.count("osc") ? v.at("osc") : "";
 }
 
 bool list_contains(const std::string& list, std::string_view item) {

@@ -1,0 +1,63 @@
+/* The tb5 transport as the BTL glue (C, compiled against Open MPI's internal
+ * headers) sees it: one handle per process bundling a backend Link, fault
+ * injection, the reliability Engine and the heartbeat thread. C++ behind a C
+ * interface because Open MPI's internal headers are C only. */
+#ifndef TRILLION_TB5_API_H
+#define TRILLION_TB5_API_H
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct tb5_options {
+  const char* backend;       /* "udp", "verbs" or "auto" (verbs if a device opens, else udp) */
+  const char* if_include;    /* udp: interface name or IPv4 address ("" = first non-loopback) */
+  const char* verbs_library; /* "" = librdma.dylib (macOS) / libibverbs.so.1 (Linux) */
+  const char* verbs_device;  /* "" = the first device */
+  unsigned mtu;              /* frame size in bytes (0: 8192 udp, 1024 verbs; verbs: at most the port's) */
+  unsigned window;           /* frames in flight per peer, 1..64 (0: 64; verbs: at most 24) */
+  double rto, rto_max, heartbeat, peer_timeout; /* seconds */
+  double loss, duplicate, reorder;              /* injected, probabilities per frame */
+  unsigned long long seed;
+};
+
+struct tb5_piece {
+  const void* data;
+  size_t len;
+};
+
+struct tb5_stats {
+  uint64_t messages_sent, messages_delivered, frames_sent, retransmissions, acks_sent;
+  uint64_t duplicates_dropped, out_of_window, bad_frames, reordered;
+  uint64_t injected_lost, injected_duplicated, injected_reordered;
+};
+
+typedef struct tb5_handle tb5_handle;
+typedef void (*tb5_deliver_fn)(void* ctx, uint32_t peer, uint8_t tag, const void* data, size_t len);
+typedef void (*tb5_dead_fn)(void* ctx, uint32_t peer, double silent_seconds);
+
+/* NULL on failure with the reason in err (e.g. "no RDMA device"). */
+tb5_handle* tb5_open(const struct tb5_options* o, uint32_t self, uint32_t nranks, tb5_deliver_fn deliver,
+                     tb5_dead_fn dead, void* ctx, char* err, size_t errlen);
+/* Bytes of this process's address (for the modex); 0 if cap is too small. */
+size_t tb5_address(tb5_handle* h, void* buf, size_t cap);
+int tb5_connect(tb5_handle* h, uint32_t peer, const void* addr, size_t len, char* err, size_t errlen);
+/* 0, or -1 with err set (a fatal protocol error). */
+int tb5_send(tb5_handle* h, uint32_t peer, uint8_t tag, const struct tb5_piece* pieces, size_t n, char* err,
+             size_t errlen);
+/* Events handled (>= 0), or -1 with err set. */
+int tb5_progress(tb5_handle* h, char* err, size_t errlen);
+/* 1 if every message was acknowledged within timeout seconds. */
+int tb5_flush(tb5_handle* h, double timeout);
+/* Says bye, stops the heartbeat thread, frees everything. */
+void tb5_close(tb5_handle* h);
+const char* tb5_describe(tb5_handle* h);
+const char* tb5_backend(tb5_handle* h); /* "udp" or "verbs" */
+void tb5_get_stats(tb5_handle* h, struct tb5_stats* s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,58 @@
+/* btl/tb5: the Open MPI (4.1, BTL API 3.1) glue over the tb5 transport
+ * (src/transport/tb5/api). Send/receive only, so one-sided windows run on
+ * osc/pt2pt. Everything below the descriptors — frames, reliability,
+ * fragmentation, liveness — lives in the C++ core. */
+#ifndef TRILLION_BTL_TB5_H
+#define TRILLION_BTL_TB5_H
+
+#include "opal_config.h"
+#include "opal/mca/btl/btl.h"
+#include "opal/mca/btl/base/base.h"
+#include "opal/util/proc.h"
+
+#include "transport/tb5/api/tb5_api.h"
+
+BEGIN_C_DECLS
+
+struct mca_btl_base_endpoint_t {
+  uint32_t rank;        /* the peer's vpid: its rank in the job */
+  opal_proc_t* proc;
+  char* hostname;
+};
+typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
+
+typedef struct {
+  mca_btl_base_descriptor_t base;
+  mca_btl_base_segment_t segment;
+  mca_btl_base_endpoint_t* endpoint;
+  /* data follows */
+} mca_btl_tb5_frag_t;
+
+typedef struct {
+  mca_btl_base_component_3_0_0_t super;
+  /* MCA parameters (README, "tb5") */
+  char* backend;
+  char* if_include;
+  char* verbs_library;
+  char* verbs_device;
+  char* backend_in_use; /* set at init, read by --metrics through MPI_T */
+  unsigned mtu, window, rto_us, rto_max_ms, heartbeat_ms, peer_timeout_ms;
+  double inject_loss, inject_duplicate, inject_reorder;
+  unsigned inject_seed;
+  /* state */
+  tb5_handle* handle;
+  uint32_t nranks;
+  mca_btl_base_endpoint_t** endpoints; /* by rank */
+} mca_btl_tb5_component_t;
+
+OPAL_MODULE_DECLSPEC extern mca_btl_tb5_component_t mca_btl_tb5_component;
+extern mca_btl_base_module_t mca_btl_tb5_module;
+extern mca_btl_base_module_error_cb_fn_t mca_btl_tb5_error_cb;
+
+/* The core's upcalls (btl_tb5_module.c). */
+void mca_btl_tb5_deliver(void* ctx, uint32_t peer, uint8_t tag, const void* data, size_t len);
+void mca_btl_tb5_peer_dead(void* ctx, uint32_t peer, double silent_seconds);
+void mca_btl_tb5_fatal(const char* what);
+
+END_C_DECLS
+#endif

@@ -1,0 +1,166 @@
+/* btl/tb5 component: parameters, opening the transport, the modex, progress. */
+#include "btl_tb5.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/output.h"
+
+static int component_register(void);
+static int component_open(void);
+static int component_close(void);
+static mca_btl_base_module_t** component_init(int* num_btls, bool enable_progress_threads, bool enable_mpi_threads);
+static int component_progress(void);
+
+mca_btl_tb5_component_t mca_btl_tb5_component = {
+    .super =
+        {
+            .btl_version =
+                {
+                    MCA_BTL_DEFAULT_VERSION("tb5"),
+                    .mca_open_component = component_open,
+                    .mca_close_component = component_close,
+                    .mca_register_component_params = component_register,
+                },
+            .btl_data = {.param_field = MCA_BASE_METADATA_PARAM_NONE},
+            .btl_init = component_init,
+            .btl_progress = component_progress,
+        },
+};
+
+static void reg_string(const char* name, const char* help, const char* dflt, char** storage) {
+  *storage = (char*)dflt;
+  (void)mca_base_component_var_register(&mca_btl_tb5_component.super.btl_version, name, help,
+                                        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4,
+                                        MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static void reg_unsigned(const char* name, const char* help, unsigned dflt, unsigned* storage) {
+  *storage = dflt;
+  (void)mca_base_component_var_register(&mca_btl_tb5_component.super.btl_version, name, help,
+                                        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_4,
+                                        MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static void reg_double(const char* name, const char* help, double* storage) {
+  *storage = 0;
+  (void)mca_base_component_var_register(&mca_btl_tb5_component.super.btl_version, name, help,
+                                        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                        MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int component_register(void) {
+  mca_btl_tb5_component_t* c = &mca_btl_tb5_component;
+  mca_base_var_group_component_register(&c->super.btl_version, "RDMA over Thunderbolt 5 (verbs UC) or UDP, with its own reliability");
+  reg_string("backend", "udp, verbs, or auto (verbs if an RDMA device opens, else udp)", "auto", &c->backend);
+  reg_string("if_include", "udp: interface name, IPv4 address or subnet (a.b.c.d/n) to bind (empty: first non-loopback)", "",
+             &c->if_include);
+  reg_string("verbs_library", "verbs library to dlopen (empty: librdma.dylib on macOS, libibverbs.so.1 on Linux)",
+             "", &c->verbs_library);
+  reg_string("verbs_device", "RDMA device name, e.g. rdma_en3 (empty: the first)", "", &c->verbs_device);
+  reg_string("backend_in_use", "read-only: the backend this process uses (set at init)", "none",
+             &c->backend_in_use);
+  reg_unsigned("mtu", "frame size in bytes, header included (0: 8192 for udp, 1024 for verbs, at most the port MTU)",
+               0, &c->mtu);
+  reg_unsigned("window", "frames in flight per peer, 1..64 (0: 64; verbs: at most 24)", 0, &c->window);
+  reg_unsigned("rto_us", "first retransmission timeout, microseconds (doubles per try)", 2000, &c->rto_us);
+  reg_unsigned("rto_max_ms", "retransmission timeout ceiling, milliseconds", 200, &c->rto_max_ms);
+  reg_unsigned("heartbeat_ms", "interval of the heartbeat thread, milliseconds", 500, &c->heartbeat_ms);
+  reg_unsigned("peer_timeout_ms", "a peer silent this long is dead and the job ends, milliseconds", 10000,
+               &c->peer_timeout_ms);
+  reg_double("inject_loss", "testing: probability of dropping each frame sent", &c->inject_loss);
+  reg_double("inject_duplicate", "testing: probability of sending a frame twice", &c->inject_duplicate);
+  reg_double("inject_reorder", "testing: probability of delaying a frame behind the next", &c->inject_reorder);
+  reg_unsigned("inject_seed", "testing: seed of the fault injection (0: 1)", 0, &c->inject_seed);
+
+  mca_btl_base_module_t* m = &mca_btl_tb5_module;
+  m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT;
+  m->btl_eager_limit = 32 * 1024;
+  m->btl_rndv_eager_limit = 32 * 1024;
+  m->btl_max_send_size = 64 * 1024;
+  m->btl_rdma_pipeline_send_length = 64 * 1024;
+  m->btl_rdma_pipeline_frag_size = 64 * 1024;
+  m->btl_min_rdma_pipeline_size = 0;
+  m->btl_flags = MCA_BTL_FLAGS_SEND;
+  m->btl_bandwidth = 9000;
+  m->btl_latency = 5;
+  return mca_btl_base_param_register(&c->super.btl_version, m);
+}
+
+static int component_open(void) {
+  mca_btl_tb5_component.handle = NULL;
+  mca_btl_tb5_component.endpoints = NULL;
+  return OPAL_SUCCESS;
+}
+
+static int component_close(void) { return OPAL_SUCCESS; }
+
+static mca_btl_base_module_t** component_init(int* num_btls, bool enable_progress_threads, bool enable_mpi_threads) {
+  mca_btl_tb5_component_t* c = &mca_btl_tb5_component;
+  *num_btls = 0;
+  if (enable_mpi_threads) {
+    opal_output(0, "btl tb5: MPI_THREAD_MULTIPLE is not supported (use MPI_THREAD_SERIALIZED); tb5 disabled");
+    return NULL;
+  }
+  uint32_t nprocs = 0, *u32 = &nprocs;
+  int rc;
+  /* The job's size (ranks are vpids 0..size-1 of our job). */
+  opal_process_name_t wildcard = {.jobid = OPAL_PROC_MY_NAME.jobid, .vpid = OPAL_VPID_WILDCARD};
+  OPAL_MODEX_RECV_VALUE(rc, OPAL_PMIX_JOB_SIZE, &wildcard, &u32, OPAL_UINT32);
+  if (OPAL_SUCCESS != rc || nprocs == 0 || OPAL_PROC_MY_NAME.vpid >= nprocs) {
+    opal_output(0, "btl tb5: cannot learn the job size; tb5 disabled");
+    return NULL;
+  }
+  struct tb5_options o = {
+      .backend = c->backend,
+      .if_include = c->if_include,
+      .verbs_library = c->verbs_library,
+      .verbs_device = c->verbs_device,
+      .mtu = c->mtu,
+      .window = c->window,
+      .rto = c->rto_us * 1e-6,
+      .rto_max = c->rto_max_ms * 1e-3,
+      .heartbeat = c->heartbeat_ms * 1e-3,
+      .peer_timeout = c->peer_timeout_ms * 1e-3,
+      .loss = c->inject_loss,
+      .duplicate = c->inject_duplicate,
+      .reorder = c->inject_reorder,
+      .seed = c->inject_seed,
+  };
+  char err[512] = "";
+  const uint32_t self = OPAL_PROC_MY_NAME.vpid;
+  c->handle = tb5_open(&o, self, nprocs, mca_btl_tb5_deliver, mca_btl_tb5_peer_dead, NULL, err, sizeof err);
+  if (!c->handle) {
+    /* Disqualify, saying why: "no RDMA device", a bad btl_tb5_if_include... */
+    opal_output(0, "btl tb5 on %s: %s; tb5 disabled", opal_process_info.nodename, err);
+    return NULL;
+  }
+  c->nranks = nprocs;
+  c->endpoints = calloc(nprocs, sizeof(mca_btl_base_endpoint_t*));
+  c->backend_in_use = strdup(tb5_backend(c->handle));
+  opal_output_verbose(10, opal_btl_base_framework.framework_output, "btl tb5: rank %u on %s", self,
+                      tb5_describe(c->handle));
+  uint8_t addr[4096];
+  const size_t len = tb5_address(c->handle, addr, sizeof addr);
+  OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &c->super.btl_version, addr, len);
+  if (OPAL_SUCCESS != rc || len == 0) {
+    opal_output(0, "btl tb5: cannot publish the address; tb5 disabled");
+    tb5_close(c->handle);
+    c->handle = NULL;
+    return NULL;
+  }
+  mca_btl_base_module_t** btls = malloc(sizeof(mca_btl_base_module_t*));
+  btls[0] = &mca_btl_tb5_module;
+  *num_btls = 1;
+  return btls;
+}
+
+static int component_progress(void) {
+  if (!mca_btl_tb5_component.handle) return 0;
+  char err[512] = "";
+  const int n = tb5_progress(mca_btl_tb5_component.handle, err, sizeof err);
+  if (n < 0) mca_btl_tb5_fatal(err);
+  return n < 0 ? 0 : n;
+}

@@ -1,0 +1,58 @@
+// The tb5 frame: one datagram (udp) or one SEND (verbs), at most one MTU.
+// Every frame carries the sender's rank, its cumulative acknowledgement and
+// selective-acknowledgement bitmap and its receive credit, so acks ride on
+// data in both directions; a checksum rejects torn or corrupted frames (the
+// reliability above treats them as lost). Fields are little-endian on the
+// wire, encoded byte by byte, so mixed hosts agree.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+namespace trillion::tb5 {
+
+enum class FrameType : uint8_t {
+  data = 1,       // a fragment of a message, sequenced and acknowledged
+  ack = 2,        // acknowledgement and credit only
+  heartbeat = 3,  // liveness only (sent by a thread, carries no state)
+  bye = 4,        // the sender is closing: stop expecting it
+};
+
+struct FrameHeader {
+  FrameType type = FrameType::data;
+  uint8_t tag = 0;          // the message's active-message tag (data)
+  uint32_t src = 0;         // sender's rank
+  uint32_t seq = 0;         // data: this frame's sequence number
+  uint32_t ack = 0;         // next sequence number the sender expects from the receiver
+  uint64_t sack = 0;        // bit i: frame ack+1+i already received
+  uint32_t window = 0;      // the sender accepts sequence numbers < ack + window
+  uint32_t msg_len = 0;     // data: length of the whole message
+  uint32_t frag = 0;        // data: index of this fragment
+  uint32_t nfrags = 0;      // data: fragments in the message
+  uint16_t payload_len = 0;
+};
+
+constexpr uint32_t frame_magic = 0x46354254;  // "TB5F"
+constexpr size_t frame_header_size = 48;
+
+// Writes header + payload into out (>= frame_header_size + payload.size()),
+// returns the frame's length.
+size_t encode_frame(const FrameHeader& h, std::span<const uint8_t> payload, uint8_t* out);
+
+// Rewrites the ack/sack/window fields and the checksum of an encoded frame
+// (a retransmission carries the current acknowledgement, not the old one).
+void refresh_frame_ack(uint8_t* frame, size_t len, uint32_t ack, uint64_t sack, uint32_t window);
+
+struct DecodedFrame {
+  FrameHeader header;
+  std::span<const uint8_t> payload;
+};
+// nullopt for anything that is not a whole, intact frame (bad magic, length
+// or checksum).
+std::optional<DecodedFrame> decode_frame(std::span<const uint8_t> bytes);
+
+// Modular sequence comparison (sequence numbers wrap at 2^32).
+inline bool seq_before(uint32_t a, uint32_t b) { return int32_t(a - b) < 0; }
+
+}  // namespace trillion::tb5

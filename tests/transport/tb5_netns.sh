@@ -1,0 +1,50 @@
+#!/bin/sh
+# tb5 across network namespaces: two fake hosts (namespaces on a bridge,
+# their own hostnames), one rank each, only self,tb5, the given backend.
+#   tb5_netns.sh BACKEND PLUGIN_DIR OMPI_COMPONENT_DIR SIM_LIBRARY PROGRAM [ARGS...]
+# Needs root (ip netns); mpirun runs inside the first namespace and reaches
+# the second through an rsh agent that enters it (ENVIRONMENT: namespaces).
+set -eu
+backend=$1 plugins=$2 ompi=$3 sim=$4
+shift 4
+id=$$
+net="10.213.$((id % 200 + 20))"
+br="tb5br$id" work=$(mktemp -d)
+cleanup() {
+  for i in 0 1; do ip netns del "tb5n$i$id" 2>/dev/null || true; done
+  ip link del "$br" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+ip link add "$br" type bridge
+ip link set "$br" up
+for i in 0 1; do
+  ns="tb5n$i$id"
+  ip netns add "$ns"
+  ip link add "tb5v$i$id" type veth peer name "tb5p$i$id"
+  ip link set "tb5p$i$id" master "$br" up
+  ip link set "tb5v$i$id" netns "$ns"
+  ip -n "$ns" addr add "$net.$((i + 1))/24" dev "tb5v$i$id"
+  ip -n "$ns" link set "tb5v$i$id" up
+  ip -n "$ns" link set lo up
+done
+cat > "$work/agent.sh" <<AGENT
+#!/bin/sh
+host=\$1; shift
+case "\$host" in
+  $net.1) ns=tb5n0$id; name=tb5host0 ;;
+  *) ns=tb5n1$id; name=tb5host1 ;;
+esac
+exec ip netns exec "\$ns" unshare --uts sh -c "hostname \$name; \$*"
+AGENT
+chmod +x "$work/agent.sh"
+printf '%s slots=1\n%s slots=1\n' "$net.1" "$net.2" > "$work/hosts"
+if [ "$backend" = verbs ]; then
+  extra="--mca btl_tb5_backend verbs --mca btl_tb5_verbs_library $sim"
+else
+  extra="--mca btl_tb5_backend udp --mca btl_tb5_if_include $net.0/24"
+fi
+ip netns exec "tb5n0$id" unshare --uts sh -c "hostname tb5host0; exec mpirun --hostfile $work/hosts -np 2 \
+  --mca plm_rsh_agent $work/agent.sh --mca plm_rsh_no_tree_spawn 1 --mca mpi_yield_when_idle 1 \
+  --mca oob_tcp_if_include $net.0/24 --mca mca_base_component_path $plugins:$ompi \
+  --mca btl self,tb5 --mca osc pt2pt $extra $*"

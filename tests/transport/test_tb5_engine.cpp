@@ -1,0 +1,253 @@
+// The reliability engine over an in-memory link with a fake clock: whole,
+// ordered, exactly-once messages under loss, duplication and reordering;
+// the window; retransmission backoff at hand-computed times; duplicate and
+// reorder handling; a silent peer declared dead once, a departed one never.
+#include <boost/test/unit_test.hpp>
+
+#include <memory>
+#include <random>
+
+#include "memory_link.hpp"
+#include "transport/tb5/core/engine.hpp"
+#include "transport/tb5/core/faulty_link.hpp"
+#include "transport/tb5/core/frame.hpp"
+
+using namespace trillion::tb5;
+using trillion::tb5::test::MemoryLink;
+using trillion::tb5::test::MemoryNet;
+
+namespace {
+
+constexpr double tick = 1.0 / 1024;  // exact in binary: no rounding at timeout boundaries
+
+struct Msg {
+  uint32_t peer;
+  uint8_t tag;
+  std::vector<uint8_t> bytes;
+};
+
+std::vector<uint8_t> content(size_t n, uint64_t seed) {
+  std::vector<uint8_t> v(n);
+  std::mt19937_64 g(seed);
+  for (auto& b : v) b = uint8_t(g());
+  return v;
+}
+
+// Two engines (ranks 0 and 1) on one MemoryNet, each link optionally wrapped
+// in a FaultyLink.
+struct Pair {
+  explicit Pair(EngineConfig cfg = {}, FaultConfig faults = {}, size_t mtu = 256) : net(2) {
+    for (uint32_t r = 0; r < 2; ++r) {
+      std::unique_ptr<Link> l = std::make_unique<MemoryLink>(net, r, mtu);
+      if (faults.any()) {
+        FaultConfig f = faults;
+        f.seed += r;
+        auto fl = std::make_unique<FaultyLink>(std::move(l), f);
+        faulty[r] = fl.get();
+        l = std::move(fl);
+      }
+      link[r] = std::move(l);
+      eng[r] = std::make_unique<Engine>(
+          *link[r], r, 2, cfg,
+          [this, r](uint32_t p, uint8_t t, std::span<const uint8_t> m) {
+            got[r].push_back({p, t, std::vector<uint8_t>(m.begin(), m.end())});
+          },
+          [this, r](uint32_t p, double) { dead[r].push_back(p); }, [this] { return now; });
+    }
+    eng[0]->add_peer(1);
+    eng[1]->add_peer(0);
+  }
+  void send(uint32_t from, uint8_t tag, const std::vector<uint8_t>& m) {
+    std::span<const uint8_t> piece(m);
+    eng[from]->send(1 - from, tag, {&piece, 1});
+  }
+  // Steps both engines, one tick apart, until pred() or max_steps.
+  bool run_until(const std::function<bool()>& pred, int max_steps = 200000) {
+    for (int i = 0; i < max_steps; ++i) {
+      if (pred()) return true;
+      eng[0]->progress();
+      eng[1]->progress();
+      now += tick;
+    }
+    return pred();
+  }
+  MemoryNet net;
+  double now = 0;
+  std::unique_ptr<Link> link[2];
+  FaultyLink* faulty[2] = {nullptr, nullptr};
+  std::unique_ptr<Engine> eng[2];
+  std::vector<Msg> got[2];
+  std::vector<uint32_t> dead[2];
+};
+
+// Sends `count` messages each way, sizes cycling through the fragment
+// boundaries, and checks every one arrives once, in order, intact.
+void exchange_and_check(Pair& p, int count) {
+  const size_t per = p.eng[0]->max_payload();
+  const size_t sizes[] = {0, 1, per - 1, per, per + 1, 3 * per + 5, 20000};
+  std::vector<std::vector<uint8_t>> sent[2];
+  for (int i = 0; i < count; ++i)
+    for (uint32_t from = 0; from < 2; ++from) {
+      sent[from].push_back(content(sizes[i % 7], 1000 * from + i));
+      p.send(from, uint8_t(i % 200), sent[from].back());
+    }
+  BOOST_REQUIRE(p.run_until([&] { return p.got[0].size() >= size_t(count) && p.got[1].size() >= size_t(count); }));
+  p.run_until([] { return false; }, 2000);  // late duplicates must not add anything
+  for (uint32_t to = 0; to < 2; ++to) {
+    BOOST_REQUIRE_EQUAL(p.got[to].size(), size_t(count));
+    for (int i = 0; i < count; ++i) {
+      const Msg& m = p.got[to][i];
+      BOOST_TEST(m.peer == 1 - to);
+      BOOST_TEST(int(m.tag) == i % 200);
+      BOOST_TEST((m.bytes == sent[1 - to][i]), "message " << i << " to rank " << to);
+    }
+  }
+  BOOST_TEST(p.eng[0]->all_acknowledged());
+  BOOST_TEST(p.eng[1]->all_acknowledged());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(messages_arrive_whole_and_in_order) {
+  Pair p;
+  exchange_and_check(p, 70);
+  BOOST_TEST(p.eng[0]->stats().retransmissions == 0u);  // nothing lost, nothing resent
+}
+
+BOOST_AUTO_TEST_CASE(one_percent_faults) {
+  Pair p({}, FaultConfig{0.01, 0.01, 0.01, 7});
+  exchange_and_check(p, 300);
+  BOOST_TEST(p.faulty[0]->counts().lost > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(five_percent_faults) {
+  Pair p({}, FaultConfig{0.05, 0.05, 0.05, 11});
+  exchange_and_check(p, 300);
+  const auto c = p.faulty[0]->counts();
+  BOOST_TEST(c.lost > 0u);
+  BOOST_TEST(c.duplicated > 0u);
+  BOOST_TEST(c.reordered > 0u);
+  const auto s = p.eng[1]->stats();
+  BOOST_TEST(s.duplicates_dropped > 0u);
+  BOOST_TEST(p.eng[0]->stats().retransmissions > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(window_bounds_frames_in_flight) {
+  EngineConfig cfg;
+  cfg.window = 8;
+  Pair p(cfg);
+  p.send(0, 1, content(100 * p.eng[0]->max_payload(), 3));  // 100 frames
+  for (int i = 0; i < 5; ++i) p.eng[0]->progress();         // rank 1 never answers; time stands still
+  BOOST_TEST(p.net.inbox[1].size() == 8u);
+}
+
+BOOST_AUTO_TEST_CASE(retransmission_backs_off_to_the_ceiling) {
+  EngineConfig cfg;
+  cfg.rto = 8 * tick;
+  cfg.rto_max = 32 * tick;
+  cfg.peer_timeout = 1e9;
+  Pair p(cfg);
+  std::vector<long> sent_at;  // in ticks
+  p.net.filter = [&](uint32_t from, uint32_t, std::span<const uint8_t> f) {
+    auto d = decode_frame(f);
+    if (from == 0 && d && d->header.type == FrameType::data) sent_at.push_back(long(p.now / tick));
+    return 0;  // everything is lost
+  };
+  p.send(0, 1, {42});
+  p.run_until([] { return false; }, 150);
+  // First send at 0, then after 8, 16, 32, 32, 32 ... ticks.
+  const std::vector<long> expect = {0, 8, 24, 56, 88, 120};
+  BOOST_TEST(sent_at == expect, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(duplicates_dropped_and_reordered_frames_restored) {
+  Pair p;
+  std::vector<std::vector<uint8_t>> held;
+  p.net.filter = [&](uint32_t from, uint32_t, std::span<const uint8_t> f) {
+    if (from != 0) return 1;
+    held.emplace_back(f.begin(), f.end());
+    return 0;
+  };
+  const auto m = content(5 * p.eng[0]->max_payload(), 9);  // 5 fragments
+  p.send(0, 77, m);
+  BOOST_REQUIRE_EQUAL(held.size(), 5u);
+  p.net.filter = nullptr;
+  for (auto it = held.rbegin(); it != held.rend(); ++it) {  // reversed, each twice
+    p.net.inbox[1].push_back(*it);
+    p.net.inbox[1].push_back(*it);
+  }
+  p.eng[1]->progress();
+  BOOST_REQUIRE_EQUAL(p.got[1].size(), 1u);
+  BOOST_TEST((p.got[1][0].bytes == m));
+  BOOST_TEST(p.got[1][0].tag == 77);
+  const auto s = p.eng[1]->stats();
+  BOOST_TEST(s.duplicates_dropped == 5u);
+  BOOST_TEST(s.reordered == 4u);  // all but the first fragment came early
+  // The ack it sends releases the sender.
+  p.run_until([&] { return p.eng[0]->all_acknowledged(); }, 10);
+  BOOST_TEST(p.eng[0]->all_acknowledged());
+}
+
+BOOST_AUTO_TEST_CASE(a_silent_peer_is_declared_dead_once) {
+  EngineConfig cfg;
+  cfg.peer_timeout = 1.0;
+  Pair p(cfg);
+  // Rank 1 heartbeats every 256 ticks (0.25 s) for 5 s: alive.
+  for (int i = 0; i < 5 * 1024; ++i) {
+    if (i % 256 == 0) p.eng[1]->send_heartbeats();
+    p.eng[0]->progress();
+    p.now += tick;
+  }
+  BOOST_TEST(p.dead[0].empty());
+  // Then it goes silent: dead after a bit more than 1 s, and only once.
+  const double silent_from = p.now;
+  double declared = -1;
+  for (int i = 0; i < 3 * 1024; ++i) {
+    p.eng[0]->progress();
+    if (!p.dead[0].empty() && declared < 0) declared = p.now;
+    p.now += tick;
+  }
+  BOOST_REQUIRE_EQUAL(p.dead[0].size(), 1u);
+  BOOST_TEST(p.dead[0][0] == 1u);
+  // The last heartbeat was at most 0.25 s before silent_from.
+  BOOST_TEST(declared - silent_from > 1.0 - 0.25);
+  BOOST_TEST(declared - silent_from <= 1.0 + 2 * tick);
+}
+
+BOOST_AUTO_TEST_CASE(a_peer_that_said_bye_is_not_dead) {
+  EngineConfig cfg;
+  cfg.peer_timeout = 1.0;
+  Pair p(cfg);
+  p.eng[1]->close();
+  for (int i = 0; i < 4 * 1024; ++i) {
+    p.eng[0]->progress();
+    p.now += tick;
+  }
+  BOOST_TEST(p.dead[0].empty());
+}
+
+BOOST_AUTO_TEST_CASE(garbage_and_strangers_are_ignored) {
+  Pair p;
+  p.net.inbox[1].push_back(std::vector<uint8_t>(100, 0x55));
+  FrameHeader h;
+  h.type = FrameType::data;
+  h.src = 7;  // not in a 2-rank job
+  h.nfrags = 1;
+  std::vector<uint8_t> f(frame_header_size);
+  encode_frame(h, {}, f.data());
+  p.net.inbox[1].push_back(f);
+  p.eng[1]->progress();
+  BOOST_TEST(p.got[1].empty());
+  BOOST_TEST(p.eng[1]->stats().bad_frames == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(flush_waits_for_acknowledgement) {
+  Pair p;
+  p.send(0, 1, content(3000, 5));
+  // flush() on rank 0 alone cannot succeed: rank 1 must acknowledge. The
+  // fake clock does not move, so give flush a zero timeout.
+  BOOST_TEST(!p.eng[0]->flush(0.0));
+  BOOST_TEST(!p.eng[0]->all_acknowledged());
+  p.eng[1]->progress();              // receives and acknowledges
+  BOOST_TEST(p.eng[0]->flush(0.0));  // flush reads the ack
+}
