@@ -176,7 +176,8 @@ void Cluster::write_metrics(nlohmann::json j, const std::vector<RankMetrics>& ra
   j["wall_seconds"] = now_seconds() - started_;
   // Which BTLs / one-sided component Open MPI was told to use, and the tb5
   // backend when btl/tb5 is loaded (README, "tb5").
-  j["transport"] = mpi_control_variables({"btl", "osc", "btl_tb5_backend_in_use"});
+  if (!transport_) transport_ = mpi_control_variables({"btl", "osc", "btl_tb5_backend_in_use"});
+  j["transport"] = *transport_;
   j["per_rank"] = nlohmann::json::array();
   for (const RankMetrics& m : ranks) j["per_rank"].push_back(to_json(m));
   // Written beside the target (under a name of this process's own, so two

@@ -3,6 +3,7 @@
 // role in it (src/parallel/rank_role.hpp), and the run's --metrics file.
 // Nothing here depends on the parallel mode: the role does.
 #pragma once
+#include <optional>
 #include <functional>
 #include <memory>
 
@@ -65,6 +66,9 @@ class Cluster {
   Layout layout_;
   std::unique_ptr<RankRole> role_;
   double started_ = 0;
+  // Open MPI's transport selection, read once: reading it (MPI_T) opens
+  // every MCA component, seconds with some plugins, and it never changes in a run.
+  std::optional<nlohmann::json> transport_;
   double last_metrics_ = 0;  // when progress_metrics last wrote
   int exit_code_ = 0;
 };
