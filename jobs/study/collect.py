@@ -45,7 +45,8 @@ def prediction(plan, p):
         return found
     mode = "pipeline" if p.mode == "single" else p.mode
     for e in plan.get("predictions", []):
-        if not isinstance(e, dict) or e.get("batch") != p.batch:
+        # A decode entry per batch; the prefill entry's "batch" is its step's prompt tokens.
+        if not isinstance(e, dict) or (e.get("phase") == "decode" and e.get("batch") != p.batch):
             continue
         if e.get("mode") not in (None, mode):
             continue

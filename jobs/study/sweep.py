@@ -124,7 +124,11 @@ def discard_metrics(d):
 def plan_args(cfg, p):
     args = [cfg["trillion"], "plan", "--model", cfg["model"], "--ranks", str(p.ranks),
             "--parallel", "pipeline" if p.mode == "single" else p.mode, "--batch", str(p.batch),
-            "--threads", str(cfg["threads"]), "--json"]
+            "--threads", str(cfg["threads"]), "--json",
+            # The point's prefill is one step of its batch's prompts (generate's
+            # --step-tokens 256 at most); the context its decode steps read.
+            "--step-tokens", str(max(1, min(256, p.batch * cfg["prompt_tokens"]))),
+            "--context", str(cfg["prompt_tokens"] + cfg["tokens"] // 2)]
     if p.micro_batches:  # 0: plan's default, one per stage, as generate's
         args += ["--micro-batches", str(p.micro_batches)]
     if cfg.get("host_profile"):

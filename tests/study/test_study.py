@@ -64,16 +64,19 @@ class Grid(unittest.TestCase):
 
 class Plan(unittest.TestCase):
     def test_plan_arguments(self):
-        cfg = {"trillion": "T", "model": "M", "threads": 1, "host_profile": None,
+        cfg = {"trillion": "T", "model": "M", "threads": 1, "host_profile": None, "prompt_tokens": 40, "tokens": 9,
                "links": {LINK: {"path": "profiles/emulated-1gbit.json"}}}
+        # The prefill step: the batch's prompts, 256 tokens at most (8 x 40 -> 256); the
+        # context: the prompt and half the generated tokens (40 + 4).
         self.assertEqual(sweep.plan_args(cfg, Point(2, "pipeline", 8, 4, LINK)),
                          ["T", "plan", "--model", "M", "--ranks", "2", "--parallel", "pipeline", "--batch", "8",
-                          "--threads", "1", "--json", "--micro-batches", "4",
-                          "--link-profile", "profiles/emulated-1gbit.json"])
+                          "--threads", "1", "--json", "--step-tokens", "256", "--context", "44",
+                          "--micro-batches", "4", "--link-profile", "profiles/emulated-1gbit.json"])
         # One rank: no link; micro-batches 0 (one per stage) is plan's default, not passed.
         self.assertEqual(sweep.plan_args(dict(cfg, host_profile="h.json"), Point(1, "single", 1, 0, "none")),
                          ["T", "plan", "--model", "M", "--ranks", "1", "--parallel", "pipeline", "--batch", "1",
-                          "--threads", "1", "--json", "--profile", "h.json"])
+                          "--threads", "1", "--json", "--step-tokens", "40", "--context", "44",
+                          "--profile", "h.json"])
 
     def test_requests_ask_for_exact_lengths(self):
         reqs = sweep.requests(Point(2, "expert", 3, 0, LINK), 5, 7, 100)
