@@ -161,6 +161,18 @@ def trained_smoke(trillion, work, steps=30):
     return hf, out
 
 
+def bundled_trained(trillion, work):
+    """The committed trained model (models/kjv: DeepSeek-V3 architecture with
+    a trained MTP layer, FP8; tools/train) and its conversion, kept while the
+    checkpoint and the binary are the same. Needs no torch."""
+    hf = os.path.join(ROOT, "models", "kjv")
+    out = os.path.join(work, "model", "bundled-kjv")
+    made_once(out, {"checkpoint": digest(*sorted(glob.glob(os.path.join(hf, "*.safetensors")))),
+                    "trillion": digest(trillion)},
+              lambda: run([trillion, "convert", "--input", hf, "--output", out]))
+    return hf, out
+
+
 def write_jsonl(path, records):
     with open(path, "w") as f:
         for r in records:

@@ -1,6 +1,6 @@
 """The engine's MTP layer against the float64 numpy reference
 (tests/reference/deepseek_ref.py Model.mtp_forward), for synthetic presets and
-formats and the trainer's smoke model (trained: its drafts are mostly
+formats and the bundled trained model models/kjv (trained: its drafts are mostly
 accepted, so both verification outcomes feed the MTP layer's cache).
 
 `generate --speculative mtp` (greedy) with TRILLION_DUMP set writes, for every
@@ -18,11 +18,11 @@ import sys
 import numpy as np
 
 from harness import (REFERENCE, Failures, arg_parser, converted, fresh_case, parse_args, read_jsonl, run,
-                     trained_smoke, write_jsonl)
+                     bundled_trained, write_jsonl)
 
 ap = arg_parser()
 ap.add_argument("--cases", default="tiny:fp8,small:fp8,tiny-noqlora:bf16")
-ap.add_argument("--no-trained", action="store_true", help="skip the trained smoke model (needs python3-torch)")
+ap.add_argument("--no-trained", action="store_true", help="skip the bundled trained model (models/kjv)")
 ap.add_argument("--tokens", type=int, default=8, help="tokens generated per prompt")
 args = parse_args(parser=ap)
 sys.path.insert(0, os.path.dirname(REFERENCE))
@@ -32,7 +32,7 @@ import logit_rows  # noqa: E402
 f = Failures()
 models = [(c, *converted(args.trillion, args.work, *c.split(":"))) for c in args.cases.split(",")]
 if not args.no_trained:
-    models.append(("smoke", *trained_smoke(args.trillion, args.work)))
+    models.append(("kjv", *bundled_trained(args.trillion, args.work)))
 for name, hf, model in models:
     case = fresh_case(args.work, "mtp-reference-" + name.replace(":", "-"))
     cfg = json.load(open(os.path.join(hf, "config.json")))

@@ -11,20 +11,20 @@
   - a bad --speculative value, or a model without an MTP layer, is an input error.
 
 Models: the synthetic `small` FP8 preset (4 layers, MTP layer, random weights)
-and, unless --no-trained, the trainer's smoke model (tools/train/train.py
---arch smoke, 30 steps, ~20 s once; kept in work/ while tools/train is unchanged)."""
+and, unless --no-trained, the bundled trained model (models/kjv, converted
+once into work/; no torch needed)."""
 import json
 import os
 
 from scipy.stats import chi2_contingency
 
-from harness import Failures, arg_parser, converted, fresh_case, parse_args, read_jsonl, run, trained_smoke, write_jsonl
+from harness import Failures, arg_parser, converted, fresh_case, parse_args, read_jsonl, run, bundled_trained, write_jsonl
 
 ap = arg_parser(mpiexec=True)
 ap.add_argument("--preset", default="small")
 ap.add_argument("--format", default="fp8")
 ap.add_argument("--layouts", default="2:pipeline,3:pipeline,4:pipeline,2:expert,3:expert,4:expert")
-ap.add_argument("--no-trained", action="store_true", help="skip the trained smoke model (needs python3-torch)")
+ap.add_argument("--no-trained", action="store_true", help="skip the bundled trained model (models/kjv)")
 ap.add_argument("--draws", type=int, default=400, help="seeds of the distribution check")
 args = parse_args(parser=ap)
 f = Failures()
@@ -93,12 +93,12 @@ s = check_model(args.preset, synth, vocab, layouts, [(5, 12), (40, 9), (1, 16), 
 print(f"{args.preset} (random weights): {s['accepted']} of {s['drafted']} drafts accepted")
 
 if not args.no_trained:
-    _, smoke = trained_smoke(args.trillion, args.work)
-    # Two layers: pipeline on up to 2 ranks; 8 experts: expert mode on up to 4.
-    s = check_model("smoke", smoke, 512, [(2, "pipeline"), (2, "expert"), (4, "expert")],
+    _, kjv = bundled_trained(args.trillion, args.work)
+    # models/kjv: 4 layers, 16 experts, vocabulary 4096.
+    s = check_model("kjv", kjv, 4096, [(2, "pipeline"), (4, "pipeline"), (2, "expert"), (4, "expert")],
                     [(8, 30), (20, 24), (3, 30)])
-    f.check(s["accepted"] > 0, f"smoke (trained): some drafts accepted ({s['accepted']} of {s['drafted']})")
-    print(f"smoke (trained): {s['accepted']} of {s['drafted']} drafts accepted")
+    f.check(s["accepted"] > 0, f"kjv (trained): some drafts accepted ({s['accepted']} of {s['drafted']})")
+    print(f"kjv (trained): {s['accepted']} of {s['drafted']} drafts accepted")
 
 # The distribution: one prompt, many seeds, plain vs speculative. Token 2 of
 # every request is a verified draft (accepted, or resampled from the residual);
