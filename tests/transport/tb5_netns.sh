@@ -16,6 +16,13 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
+# Where namespaces cannot be entered (e.g. a chroot whose / is not a mount
+# point: `ip netns exec` fails to make it a slave), skip (77) with the reason.
+if ! ip netns add "tb5n0$id" 2>"$work/probe" || ! ip netns exec "tb5n0$id" true 2>>"$work/probe"; then
+  echo "tb5_netns: network namespaces unavailable here, skipped: $(cat "$work/probe")" >&2
+  exit 77
+fi
+ip netns del "tb5n0$id"
 ip link add "$br" type bridge
 ip link set "$br" up
 for i in 0 1; do
