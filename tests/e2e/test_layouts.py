@@ -18,6 +18,8 @@ ap.add_argument("--format", default="fp8")
 ap.add_argument("--layouts", default="2:pipeline,3:pipeline,4:pipeline,2:expert,3:expert,4:expert")
 ap.add_argument("--mpi-args", default="", help="extra mpiexec arguments, e.g. the TCP transport")
 ap.add_argument("--name", default="layouts")
+ap.add_argument("--expect-btl", help="the transport the metrics must name, e.g. self,tb5")
+ap.add_argument("--expect-hosts", type=int, help="distinct hosts the ranks of a multi-rank run must span")
 args = parse_args(parser=ap)
 
 f = Failures()
@@ -97,6 +99,11 @@ for ranks, mode in runs:
     f.check(m.get("parallel") == mode, f"{tag}: metrics mode")
     if ranks > 1:
         f.check(all(p["bytes_sent"] > 0 for p in m["per_rank"]), f"{tag}: every rank sent bytes")
+        if args.expect_btl:
+            f.check(m.get("transport", {}).get("btl") == args.expect_btl, f"{tag}: transport {m.get('transport')}")
+        if args.expect_hosts:
+            hosts = {p["host"] for p in m["per_rank"]}
+            f.check(len(hosts) == args.expect_hosts, f"{tag}: ranks on {sorted(hosts)}")
 
 # Batch composition: each request alone on one slot gives the same tokens.
 for r in gen_reqs[:3] + gen_reqs[-4:-2]:

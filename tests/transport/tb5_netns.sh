@@ -2,9 +2,19 @@
 # tb5 across network namespaces: two fake hosts (namespaces on a bridge,
 # their own hostnames), one rank each, only self,tb5, the given backend.
 #   tb5_netns.sh BACKEND PLUGIN_DIR OMPI_COMPONENT_DIR SIM_LIBRARY PROGRAM [ARGS...]
+# With TB5_NETNS_SLOTS=N each host has N slots and the caller gives -n (an
+# mpiexec for tests/e2e/test_layouts.py: tb5_netns_mpiexec.sh).
+#   tb5_netns.sh --probe    exits 0 where namespaces can be made and entered, else 77
 # Needs root (ip netns); mpirun runs inside the first namespace and reaches
 # the second through an rsh agent that enters it (ENVIRONMENT: namespaces).
 set -eu
+if [ "${1:-}" = --probe ]; then
+  probe="tb5probe$$"
+  if ip netns add "$probe" 2>/dev/null && ip netns exec "$probe" true 2>/dev/null; then rc=0; else rc=77; fi
+  ip netns del "$probe" 2>/dev/null || true
+  [ $rc = 0 ] || echo "tb5_netns: network namespaces unavailable here, skipped" >&2
+  exit $rc
+fi
 backend=$1 plugins=$2 ompi=$3 sim=$4
 shift 4
 id=$$
@@ -45,13 +55,15 @@ esac
 exec ip netns exec "\$ns" unshare --uts sh -c "hostname \$name; \$*"
 AGENT
 chmod +x "$work/agent.sh"
-printf '%s slots=1\n%s slots=1\n' "$net.1" "$net.2" > "$work/hosts"
+slots=${TB5_NETNS_SLOTS:-1} np="-np 2"
+[ -z "${TB5_NETNS_SLOTS:-}" ] || np="--map-by node"  # ranks alternate hosts: 2 ranks span both
+printf '%s slots=%s\n%s slots=%s\n' "$net.1" "$slots" "$net.2" "$slots" > "$work/hosts"
 if [ "$backend" = verbs ]; then
   extra="--mca btl_tb5_backend verbs --mca btl_tb5_verbs_library $sim"
 else
   extra="--mca btl_tb5_backend udp --mca btl_tb5_if_include $net.0/24"
 fi
-ip netns exec "tb5n0$id" unshare --uts sh -c "hostname tb5host0; exec mpirun --hostfile $work/hosts -np 2 \
+ip netns exec "tb5n0$id" unshare --uts sh -c "hostname tb5host0; exec mpirun --hostfile $work/hosts $np \
   --mca plm_rsh_agent $work/agent.sh --mca plm_rsh_no_tree_spawn 1 --mca mpi_yield_when_idle 1 \
   --mca oob_tcp_if_include $net.0/24 --mca mca_base_component_path $plugins:$ompi \
   --mca btl self,tb5 --mca osc pt2pt $extra $*"

@@ -46,6 +46,23 @@ std::vector<uint8_t> message(int src, int dst, int k, size_t n) {
 
 }  // namespace
 
+// First in the file: it must be the job's first communication. Rank 0's
+// first act is to receive from the last rank, which sends before rank 0 has
+// ever sent to it (Open MPI adds a peer on another host lazily, at the first
+// send to it: the BTL must accept a peer that speaks first).
+BOOST_AUTO_TEST_CASE(first_contact_is_a_receive) {
+  const int n = size(), last = n - 1;
+  if (n < 2) return;
+  int value = -1;
+  if (rank() == 0) {
+    MPI_Recv(&value, 1, MPI_INT, last, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    BOOST_TEST(value == 1000 + last);
+  } else if (rank() == last) {
+    value = 1000 + last;
+    MPI_Send(&value, 1, MPI_INT, 0, 7, MPI_COMM_WORLD);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(ring_of_every_size) {
   // Around one verbs frame (976 B of payload), one udp frame (8144 B), the
   // eager limit (32 KiB) and the largest send (64 KiB), and a rendezvous.

@@ -43,6 +43,7 @@ typedef struct {
   tb5_handle* handle;
   uint32_t nranks;
   mca_btl_base_endpoint_t** endpoints; /* by rank */
+  bool connected_all;                  /* every peer connected (first add_procs) */
 } mca_btl_tb5_component_t;
 
 OPAL_MODULE_DECLSPEC extern mca_btl_tb5_component_t mca_btl_tb5_component;

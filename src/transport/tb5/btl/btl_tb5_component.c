@@ -139,6 +139,7 @@ static mca_btl_base_module_t** component_init(int* num_btls, bool enable_progres
   }
   c->nranks = nprocs;
   c->endpoints = calloc(nprocs, sizeof(mca_btl_base_endpoint_t*));
+  c->connected_all = false;
   c->backend_in_use = strdup(tb5_backend(c->handle));
   opal_output_verbose(10, opal_btl_base_framework.framework_output, "btl tb5: rank %u on %s", self,
                       tb5_describe(c->handle));

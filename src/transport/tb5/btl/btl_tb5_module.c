@@ -2,6 +2,7 @@
  * (delivery to the active-message callbacks; a dead peer ends the job). */
 #include "btl_tb5.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,37 +14,58 @@
 
 mca_btl_base_module_error_cb_fn_t mca_btl_tb5_error_cb = NULL;
 
+/* Connects the engine to rank `rank` of our job from its modex address and
+ * makes its endpoint; false if it has no tb5 (disqualified) or cannot be
+ * reached. */
+static bool connect_rank(mca_btl_tb5_component_t* c, uint32_t rank) {
+  if (c->endpoints[rank]) return true;
+  opal_process_name_t name = OPAL_PROC_MY_NAME;
+  name.vpid = rank;
+  uint8_t* addr = NULL;
+  size_t size = 0;
+  int rc;
+  OPAL_MODEX_RECV(rc, &c->super.btl_version, &name, &addr, &size);
+  if (OPAL_SUCCESS != rc) return false; /* the peer has no tb5: another BTL may reach it */
+  char err[512] = "";
+  const int ok = tb5_connect(c->handle, rank, addr, size, err, sizeof err);
+  free(addr);
+  if (ok != 0) {
+    opal_output(0, "btl tb5: cannot reach rank %u: %s", rank, err);
+    return false;
+  }
+  char* host = NULL;
+  OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_HOSTNAME, &name, &host, OPAL_STRING);
+  mca_btl_base_endpoint_t* ep = calloc(1, sizeof *ep);
+  ep->rank = rank;
+  ep->hostname = (OPAL_SUCCESS == rc && host) ? host : strdup("unknown host");
+  c->endpoints[rank] = ep;
+  return true;
+}
+
 static int module_add_procs(struct mca_btl_base_module_t* btl, size_t nprocs, struct opal_proc_t** procs,
                          struct mca_btl_base_endpoint_t** peers, opal_bitmap_t* reachable) {
   mca_btl_tb5_component_t* c = &mca_btl_tb5_component;
+  /* Every peer of the job, at the first call. Open MPI adds procs lazily (at
+   * a rank's first send to a peer), but the engine drops frames from a peer
+   * it is not connected to: a rank whose first act is to receive (rank 0 of
+   * the allreduce inside MPI_Comm_dup right after MPI_Init) would drop its
+   * peer's messages and never send itself — a hang until the peer timeout.
+   * The modex holds every rank's address once MPI_Init has exchanged it. */
+  if (!c->connected_all) {
+    c->connected_all = true;
+    for (uint32_t r = 0; r < c->nranks; ++r)
+      if (r != OPAL_PROC_MY_NAME.vpid) connect_rank(c, r);
+  }
   for (size_t i = 0; i < nprocs; ++i) {
     opal_proc_t* p = procs[i];
     peers[i] = NULL;
     /* Our own job only (no dynamic processes), never ourselves (btl/self). */
     if (p->proc_name.jobid != OPAL_PROC_MY_NAME.jobid || p->proc_name.vpid == OPAL_PROC_MY_NAME.vpid) continue;
     const uint32_t rank = p->proc_name.vpid;
-    if (rank >= c->nranks) continue;
-    if (!c->endpoints[rank]) {
-      uint8_t* addr = NULL;
-      size_t size = 0;
-      int rc;
-      OPAL_MODEX_RECV(rc, &c->super.btl_version, &p->proc_name, &addr, &size);
-      if (OPAL_SUCCESS != rc) continue; /* the peer has no tb5 (disqualified): another BTL may reach it */
-      char err[512] = "";
-      const int ok = tb5_connect(c->handle, rank, addr, size, err, sizeof err);
-      free(addr);
-      if (ok != 0) {
-        opal_output(0, "btl tb5: cannot reach rank %u: %s", rank, err);
-        continue;
-      }
-      mca_btl_base_endpoint_t* ep = calloc(1, sizeof *ep);
-      ep->rank = rank;
-      ep->proc = p;
-      const char* host = opal_get_proc_hostname(p);
-      ep->hostname = strdup(host ? host : "unknown host");
-      c->endpoints[rank] = ep;
-    }
-    peers[i] = c->endpoints[rank];
+    if (rank >= c->nranks || !connect_rank(c, rank)) continue;
+    mca_btl_base_endpoint_t* ep = c->endpoints[rank];
+    ep->proc = p;
+    peers[i] = ep;
     opal_bitmap_set_bit(reachable, (int)i);
   }
   return OPAL_SUCCESS;
