@@ -51,6 +51,12 @@ def write(path, rows, cfg, plots, command, missing=()):
         bw = link["rate_bytes_per_s"]
         L.append(f"- link `{name}`: " + (f"tbf {bw / 1e6:.0f} MB/s" if bw else "no rate limit (veth, ~1 GB/s)") +
                  f", latency {link['latency_s'] * 1e3:.2f} ms (measured, not injected)")
+    prof = cfg.get("host_profile")
+    L.append("")
+    L.append("Predictions: `trillion plan --emulated` (every host a namespace of this machine: ranks share its "
+             "cores, host i pinned to core i mod cores, and its bandwidth) with host profile "
+             + (f"`{os.path.relpath(prof, cfg['study']) if os.path.dirname(os.path.abspath(prof)) == os.path.abspath(cfg['study']) else prof}`"
+                if prof else "the built-in default") + "; `trillion calibrate` measured it unless given.")
     L.append("")
     L.append("## Points")
     L.append("")

@@ -125,6 +125,9 @@ def plan_args(cfg, p):
     args = [cfg["trillion"], "plan", "--model", cfg["model"], "--ranks", str(p.ranks),
             "--parallel", "pipeline" if p.mode == "single" else p.mode, "--batch", str(p.batch),
             "--threads", str(cfg["threads"]), "--json",
+            # Every host is a namespace of this machine: ranks share its cores
+            # (host i pinned to core i mod cores) and its bandwidth.
+            "--emulated",
             # The point's prefill is one step of its batch's prompts (generate's
             # --step-tokens 256 at most); the context its decode steps read.
             "--step-tokens", str(max(1, min(256, p.batch * cfg["prompt_tokens"]))),

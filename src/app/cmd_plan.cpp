@@ -33,7 +33,7 @@ int run_plan(const Args& args) {
   std::string host_memory, profile_path, link_path, batches = "1,8,32,128";
   int ranks = 0, ranks_per_host = 0, kv_slots = 8, kv_len = 4096, threads = 0, micro_batches = 0;
   int64_t kv_tokens = 0, context = -1, step_tokens = 256;
-  bool as_json = false;
+  bool as_json = false, emulated = false;
   po::options_description desc("options");
   desc.add_options()
       ("model", po::value(&model_dir), "converted model directory")
@@ -60,6 +60,9 @@ int run_plan(const Args& args) {
       ("micro-batches", po::value(&micro_batches)->default_value(0), "pipeline groups in flight (0: one per stage)")
       ("context", po::value(&context)->default_value(-1),
        "cached positions per sequence while decoding (default: 256, or max-len - 1 if less)")
+      ("emulated", po::bool_switch(&emulated),
+       "the hosts are network namespaces of this one machine (jobs/scaling-study): all ranks share the host "
+       "profile's cores and bandwidth, host i pinned to core i mod cores")
       ("json", po::bool_switch(&as_json), "print JSON");
   if (!parse_args(args, "usage: trillion plan (--model DIR | --config FILE) (--ranks N | --hostfile F) [options]",
                   desc))
@@ -121,7 +124,7 @@ int run_plan(const Args& args) {
   PlanReport rep;
   rep.json = {{"model", pm.source}, {"converted", pm.converted}, {"model_type", cfg.model_type},
               {"weight_format", to_string(cfg.weight_format)}, {"parallel", to_string(mode)}, {"ranks", ranks},
-              {"activations", to_string(act)}, {"threads", threads}, {"context", context},
+              {"activations", to_string(act)}, {"threads", threads}, {"emulated", emulated}, {"context", context},
               {"host_profile", to_json(host)}, {"link_profile", to_json(link)}, {"local_link_profile", to_json(local)}};
   RunShape shape;
   shape.slots = kv_slots;
@@ -178,6 +181,7 @@ int run_plan(const Args& args) {
   cl.link = link;
   cl.local = local;
   cl.threads = threads;
+  cl.one_machine = emulated;
   rep.json["predictions"] = nlohmann::json::array();
   for (ParallelMode m : {ParallelMode::pipeline, ParallelMode::expert}) {
     if (m == ParallelMode::expert && ranks > cfg.n_routed_experts) continue;

@@ -6,6 +6,11 @@
 #include <ctime>
 #include <random>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/error.hpp"
 #include "common/numeric.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/matmul_q8.hpp"
@@ -89,6 +94,61 @@ std::vector<float> random_x(int64_t count) {
   std::vector<float> x(static_cast<size_t>(count));
   for (float& v : x) v = g(rng);
   return x;
+}
+
+
+
+namespace {
+size_t page_up(size_t n) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  return (n + page - 1) / page * page;
+}
+}  // namespace
+
+FileBackedMatrices::FileBackedMatrices(const Owned& one, int copies, const std::string& dir) {
+  const size_t data = page_up(one.data.size()), scale = page_up(one.scale.size());
+  size_ = (data + scale) * size_t(copies);
+  std::string path = dir + "/trillion-calibrate-XXXXXX";
+  const int fd = mkstemp(path.data());
+  if (fd < 0) throw Error("calibrate: cannot make a scratch file in " + dir);
+  ::unlink(path.c_str());
+  auto put = [&](const std::vector<uint8_t>& bytes, size_t at) {
+    for (size_t done = 0; done < bytes.size();) {
+      const ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done, off_t(at + done));
+      if (n <= 0) {
+        ::close(fd);
+        throw Error("calibrate: cannot write the scratch file in " + dir + " (" + std::to_string(size_ >> 20) +
+                    " MiB)");
+      }
+      done += size_t(n);
+    }
+  };
+  for (int i = 0; i < copies; ++i) {
+    put(one.data, size_t(i) * (data + scale));
+    put(one.scale, size_t(i) * (data + scale) + data);
+  }
+  if (::ftruncate(fd, off_t(size_)) != 0) {
+    ::close(fd);
+    throw Error("calibrate: cannot size the scratch file in " + dir);
+  }
+  base_ = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (base_ == MAP_FAILED) {
+    base_ = nullptr;
+    throw Error("calibrate: cannot map the scratch file");
+  }
+  const auto* b = static_cast<const uint8_t*>(base_);
+  for (int i = 0; i < copies; ++i) {
+    Owned v;
+    v.m = one.m;
+    v.m.data = b + size_t(i) * (data + scale);
+    v.m.scale = one.scale.empty() ? nullptr : b + size_t(i) * (data + scale) + data;
+    views_.push_back(std::move(v));
+  }
+}
+
+FileBackedMatrices::~FileBackedMatrices() {
+  if (base_) ::munmap(base_, size_);
 }
 
 }  // namespace trillion

@@ -4,6 +4,7 @@
 // best time per call of matmul (f32 path) or quantize + matmul_q8 (int8 path).
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/thread_pool.hpp"
@@ -18,6 +19,26 @@ struct Owned {
 
 // A rows x cols matrix of format f, owning its bytes.
 Owned make_matrix(MatFormat f, int64_t rows, int64_t cols);
+
+// Copies of matrices that live where the engine's weights do: in place in a
+// read-only shared mapping of a file (page cache, 4 KiB pages; a model's
+// shards are used from their mmap), not in anonymous (huge-page) memory, whose
+// reads are faster. The file is unlinked at once; the mapping goes with this.
+class FileBackedMatrices {
+ public:
+  // `copies` copies of `one` (each its own pages: streaming them costs what
+  // distinct weights do), in a file made in `dir` (TMPDIR).
+  FileBackedMatrices(const Owned& one, int copies, const std::string& dir);
+  ~FileBackedMatrices();
+  FileBackedMatrices(const FileBackedMatrices&) = delete;
+  FileBackedMatrices& operator=(const FileBackedMatrices&) = delete;
+  const std::vector<Owned>& matrices() const { return views_; }
+
+ private:
+  void* base_ = nullptr;
+  size_t size_ = 0;
+  std::vector<Owned> views_;  // QMatrix views into the mapping (no owned bytes)
+};
 
 // Activations like a model's (random signs and sizes), so quantization sees real groups.
 std::vector<float> random_x(int64_t count);

@@ -22,23 +22,29 @@ struct Time {
 };
 Time slower(const Time& a, const Time& b) { return a.total() >= b.total() ? a : b; }
 
-// One rank as it runs: its host's figures, its threads, its share of the bandwidth.
+// One rank as it runs: its host's figures, its threads, its share of the
+// bandwidth, and the share of its cores it gets when busy ranks outnumber
+// them (time-slicing: every second of work takes 1/share seconds).
 struct RankCtx {
   const HostProfile* host = nullptr;
   int threads = 1;
   double bandwidth = 1;
+  double core_share = 1;
 };
 
-// A roofline segment: bytes streamed and FLOP at `rate` overlap; the slower decides.
+// A roofline segment: bytes streamed and FLOP at `rate` overlap; the slower
+// decides. (A weight matrix's rate is its kernel's measured with the weights
+// streaming, HostProfile::weight_rate: what the kernel cannot overlap is in it.)
 Time roofline(double bytes, double flop, double rate, const RankCtx& c, double fixed = 0) {
-  const double mem = bytes / c.bandwidth, comp = flop / (rate * double(c.threads));
+  const double mem = bytes / c.bandwidth / c.core_share;
+  const double comp = flop / (rate * double(c.threads)) / c.core_share;
   const double t = std::max(mem, comp) + fixed;
   return mem >= comp ? Time{t, 0, 0} : Time{0, t, 0};
 }
 
 Time call(const MatrixCost& m, double rows, const RankCtx& c) {
   if (rows <= 0 || m.rows == 0) return {};
-  return roofline(double(m.bytes), m.flop_per_row() * rows, c.host->kernel_rate(m.kernel, rows), c,
+  return roofline(double(m.bytes), m.flop_per_row() * rows, c.host->weight_rate(m.kernel, rows), c,
                   c.host->dispatch_seconds);
 }
 
@@ -58,7 +64,7 @@ Time experts(const ModelCost& mc, const LayerCost& L, double held, double tokens
   const double rows = pairs / touched;  // per touched expert
   Time t;
   for (const MatrixCost& m : L.expert) {
-    Time one = roofline(double(m.bytes), m.flop_per_row() * rows, c.host->kernel_rate(m.kernel, rows), c);
+    Time one = roofline(double(m.bytes), m.flop_per_row() * rows, c.host->weight_rate(m.kernel, rows), c);
     t += one.scaled(touched);
   }
   return t;
@@ -79,15 +85,34 @@ struct StepShape {
   double rows, seqs, pos, logits;
 };
 
-RankCtx rank_ctx(const Cluster& cl, int rank, int busy_on_host) {
+// `busy`: how many ranks of the rank's host (of the whole machine when the
+// hosts are emulated on one) work at the same time.
+RankCtx rank_ctx(const Cluster& cl, int rank, int busy) {
   RankCtx c;
   const int h = cl.host_of_rank[size_t(rank)];
-  c.host = &cl.hosts[size_t(h)];
-  const int ranks_here = cl.ranks_on(h);
-  // Threads beyond the cores left by the host's other busy ranks add nothing.
-  const int busy = std::min(std::max(1, busy_on_host), ranks_here);
-  c.threads = std::max(1, std::min(cl.threads_of(rank), std::max(1, c.host->cores / busy)));
-  c.bandwidth = c.host->rank_bandwidth(c.threads, busy);
+  const int N = int(cl.host_of_rank.size());
+  c.host = &cl.hosts[size_t(cl.one_machine ? 0 : h)];
+  const int cores = c.host->cores;
+  const int ranks_here = cl.one_machine ? N : cl.ranks_on(h);
+  busy = std::min(std::max(1, busy), ranks_here);
+  if (cl.one_machine) {
+    // Host i is pinned to core i mod cores: its threads share that one core
+    // with the other busy hosts pinned there.
+    int on_core = 0;
+    for (int q = 0; q < N; ++q) on_core += cl.host_of_rank[size_t(q)] % cores == h % cores;
+    const int busy_on_core = std::max(1, int(std::ceil(double(on_core) * busy / double(N))));
+    c.threads = 1;
+    c.core_share = 1.0 / busy_on_core;
+  } else {
+    // Threads beyond the cores left by the host's other busy ranks add
+    // nothing; with more busy ranks than cores each gets a slice.
+    c.threads = std::max(1, std::min(cl.threads_of(rank), std::max(1, cores / busy)));
+    c.core_share = std::min(1.0, double(cores) / double(busy * c.threads));
+  }
+  // Bandwidth is shared by the ranks running at a moment, not by all busy
+  // ones: the time-sliced rest waits (core_share) without reading.
+  const int running = std::min(busy, std::max(1, cores / c.threads));
+  c.bandwidth = c.host->rank_bandwidth(c.threads, running);
   return c;
 }
 
@@ -154,7 +179,7 @@ Prediction expert(const ModelCost& mc, const Layout& layout, const Cluster& cl, 
                   const std::vector<StepShape>& per_rank, double tokens) {
   const int N = layout.size();
   std::vector<RankCtx> ctx;
-  for (int r = 0; r < N; ++r) ctx.push_back(rank_ctx(cl, r, cl.ranks_on(cl.host_of_rank[size_t(r)])));
+  for (int r = 0; r < N; ++r) ctx.push_back(rank_ctx(cl, r, cl.one_machine ? N : cl.ranks_on(cl.host_of_rank[size_t(r)])));
   double all_rows = 0;
   for (const auto& s : per_rank) all_rows += s.rows;
   // All-to-all: every rank sends to every other at once; the slowest pair

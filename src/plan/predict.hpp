@@ -11,7 +11,7 @@
 //    round of all groups takes max(groups x the slowest stage, the sum of
 //    the stages and hops of one group) (a group's next step needs its
 //    tokens back); ranks of one host share its bandwidth when their stages
-//    run at once;
+//    run at once, and its cores, time-sliced, when they outnumber them;
 //  - expert: every rank runs attention, dense layers and shared experts for
 //    its own sequences (slot mod ranks), and at each MoE layer waits for the
 //    slowest rank, dispatches (latency + bytes), runs the pairs its experts
@@ -33,6 +33,10 @@ struct Cluster {
   LinkProfile link;                 // between ranks on different hosts
   LinkProfile local;                // between ranks of one host
   int threads = 0;                  // threads per rank; 0: the host's cores / its ranks (as generate)
+  // Emulated hosts (jobs/scaling-study): every host is a network namespace
+  // of one machine, hosts[0]; all ranks share its cores and bandwidth, host i
+  // pinned to core i mod cores (jobs/netns-agent.sh). Links stay per host.
+  bool one_machine = false;
   int ranks_on(int host) const;
   int threads_of(int rank) const;
   const LinkProfile& link_between(int a, int b) const {

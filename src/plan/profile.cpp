@@ -20,12 +20,9 @@ double positive(const json& j, const char* key, const std::string& where) {
 
 }  // namespace
 
-double HostProfile::kernel_rate(const std::string& kernel, double n) const {
-  auto it = kernels.find(kernel);
-  if (it == kernels.end() || it->second.empty())
-    throw InputError("host profile \"" + name + "\" has no rate for kernel " + kernel +
-                     " (trillion calibrate measures every kernel of this build)");
-  const auto& r = it->second;
+namespace {
+// Log-linear between measured batches, the end value beyond them.
+double interpolate(const std::map<int64_t, double>& r, double n) {
   if (n <= double(r.begin()->first)) return r.begin()->second;
   if (n >= double(r.rbegin()->first)) return r.rbegin()->second;
   auto hi = r.lower_bound(int64_t(std::ceil(n)));
@@ -33,6 +30,49 @@ double HostProfile::kernel_rate(const std::string& kernel, double n) const {
   if (double(hi->first) == n) return hi->second;
   const double t = (std::log(n) - std::log(double(lo->first))) / (std::log(double(hi->first)) - std::log(double(lo->first)));
   return std::exp(std::log(lo->second) * (1 - t) + std::log(hi->second) * t);
+}
+
+// {"<format>/<path>": {"<batch>": FLOP/s}} into `out`.
+void read_rates(const json& k, const std::string& where, const std::string& field,
+                std::map<std::string, std::map<int64_t, double>>& out) {
+  for (const auto& [key, rates] : k.items()) {
+    if (!rates.is_object() || rates.empty()) throw InputError(where + ": " + field + "." + key + " must be an object");
+    for (const auto& [batch, v] : rates.items()) {
+      int64_t b = 0;
+      try {
+        size_t used = 0;
+        b = std::stoll(batch, &used);
+        if (used != batch.size()) b = 0;
+      } catch (const std::exception&) {
+        b = 0;
+      }
+      if (b < 1 || !v.is_number() || !(v.get<double>() > 0))
+        throw InputError(where + ": " + field + "." + key + "." + batch + " must be a batch >= 1 with a positive FLOP/s");
+      out[key][b] = v.get<double>();
+    }
+  }
+}
+
+json write_rates(const std::map<std::string, std::map<int64_t, double>>& in) {
+  json k = json::object();
+  for (const auto& [key, rates] : in)
+    for (const auto& [b, v] : rates) k[key][std::to_string(b)] = v;
+  return k;
+}
+}  // namespace
+
+double HostProfile::kernel_rate(const std::string& kernel, double n) const {
+  auto it = kernels.find(kernel);
+  if (it == kernels.end() || it->second.empty())
+    throw InputError("host profile \"" + name + "\" has no rate for kernel " + kernel +
+                     " (trillion calibrate measures every kernel of this build)");
+  return interpolate(it->second, n);
+}
+
+double HostProfile::weight_rate(const std::string& kernel, double n) const {
+  auto it = kernels_streaming.find(kernel);
+  if (it == kernels_streaming.end() || it->second.empty()) return kernel_rate(kernel, n);
+  return interpolate(it->second, n);
 }
 
 double HostProfile::rank_bandwidth(int threads, int busy_ranks) const {
@@ -57,21 +97,10 @@ HostProfile host_profile_from_json(const json& j, const std::string& source) {
   auto k = j.find("kernels");
   if (k == j.end() || !k->is_object() || k->empty())
     throw InputError(where + ": \"kernels\" must map \"<format>/<path>\" to {\"<batch>\": FLOP/s per core}");
-  for (const auto& [key, rates] : k->items()) {
-    if (!rates.is_object() || rates.empty()) throw InputError(where + ": kernels." + key + " must be an object");
-    for (const auto& [batch, v] : rates.items()) {
-      int64_t b = 0;
-      try {
-        size_t used = 0;
-        b = std::stoll(batch, &used);
-        if (used != batch.size()) b = 0;
-      } catch (const std::exception&) {
-        b = 0;
-      }
-      if (b < 1 || !v.is_number() || !(v.get<double>() > 0))
-        throw InputError(where + ": kernels." + key + "." + batch + " must be a batch >= 1 with a positive FLOP/s");
-      h.kernels[key][b] = v.get<double>();
-    }
+  read_rates(*k, where, "kernels", h.kernels);
+  if (auto e = j.find("kernels_streaming"); e != j.end()) {
+    if (!e->is_object()) throw InputError(where + ": \"kernels_streaming\" must be an object like \"kernels\"");
+    read_rates(*e, where, "kernels_streaming", h.kernels_streaming);
   }
   h.sources = j.value("sources", json::object());
   return h;
@@ -112,18 +141,17 @@ ProfileFile read_profile(const std::string& path) {
 }
 
 json to_json(const HostProfile& h) {
-  json k = json::object();
-  for (const auto& [key, rates] : h.kernels)
-    for (const auto& [b, v] : rates) k[key][std::to_string(b)] = v;
-  return {{"name", h.name},
+  json out = {{"name", h.name},
           {"memory_bytes", h.memory_bytes},
           {"cores", h.cores},
           {"bandwidth_bytes_per_s", h.bandwidth},
           {"bandwidth_per_core_bytes_per_s", h.bandwidth_per_core},
           {"vector_flops_per_core", h.vector_flops_per_core},
           {"dispatch_seconds", h.dispatch_seconds},
-          {"kernels", k},
+          {"kernels", write_rates(h.kernels)},
           {"sources", h.sources}};
+  if (!h.kernels_streaming.empty()) out["kernels_streaming"] = write_rates(h.kernels_streaming);
+  return out;
 }
 
 json to_json(const LinkProfile& l) {

@@ -23,12 +23,21 @@ struct HostProfile {
   double vector_flops_per_core = 0;     // float32 dot/axpy (attention over the cache), FLOP/s
   double dispatch_seconds = 0;          // one parallel_for of the thread pool (per matrix call)
   std::map<std::string, std::map<int64_t, double>> kernels;  // "fp8/f32" -> batch -> FLOP/s per core
+  // The same rates with the weights streaming from memory out of a file
+  // mapping, as a model's shards are read (trillion calibrate): below the
+  // in-cache rates where the kernel cannot hide the reads (few rows, formats
+  // slow to unpack). Used for every weight matrix when present; profiles
+  // without it (published figures) fall back to `kernels`.
+  std::map<std::string, std::map<int64_t, double>> kernels_streaming;
   nlohmann::json sources;               // figure -> "measured ..." | "published: ..." | "estimated: ..."
 
   // FLOP/s per core of `kernel` at batch n: log-linear between measured
   // batches, the end value beyond them. Throws InputError naming the profile
   // when the kernel is absent.
   double kernel_rate(const std::string& kernel, double n) const;
+  // FLOP/s per core of a weight matrix of `kernel` at batch n: from
+  // kernels_streaming when it has the kernel, else kernel_rate.
+  double weight_rate(const std::string& kernel, double n) const;
   // Bandwidth of `threads` threads of one rank when `busy_ranks` ranks of the host read at once.
   double rank_bandwidth(int threads, int busy_ranks) const;
 };

@@ -8,6 +8,10 @@
 #pragma once
 #include <sched.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 namespace trillion {
 
 inline void cpu_relax() {
@@ -26,6 +30,13 @@ class Backoff {
   // While yielding, how often slower upkeep (turning the MPI progress
   // engine, which may itself yield) is due.
   static constexpr int kUpkeepEvery = 256;
+  // A wait that has yielded this long is a peer computing, not a message in
+  // flight: from then on sleep, from kFirstSleep doubling to kMaxSleep. A
+  // yield loop is not free when ranks share a core: CFS hands the yielder
+  // slices, and a 4-rank pipeline on 2 cores measured its stages' compute
+  // 2.3x slower while their core-mates waited by yielding. The cost: a wait
+  // ends up to kMaxSleep late, only after it has lasted kYieldFor.
+  static constexpr std::chrono::microseconds kYieldFor{1000}, kFirstSleep{20}, kMaxSleep{200};
 
   // Loops polling an RmaChannel's try_* calls should pass channel.spins(),
   // which is 0 when ranks outnumber cores.
@@ -34,19 +45,31 @@ class Backoff {
   // Call after each unsuccessful check.
   void pause() {
     ++count_;
-    if (count_ <= spins_)
+    if (count_ <= spins_) {
       cpu_relax();
-    else
+    } else if (sleep_.count() > 0) {
+      std::this_thread::sleep_for(sleep_);
+      sleep_ = std::min(2 * sleep_, kMaxSleep);
+    } else {
+      const auto now = std::chrono::steady_clock::now();
+      if (count_ == spins_ + 1) yield_start_ = now;
+      if (now - yield_start_ >= kYieldFor) sleep_ = kFirstSleep;
       sched_yield();
+    }
   }
   // True once spinning is over.
   bool yielding() const { return count_ >= spins_; }
-  // True on the first yielding check and every kUpkeepEvery-th after it.
-  bool upkeep_due() const { return count_ >= spins_ && (count_ - spins_) % kUpkeepEvery == 0; }
+  // True on the first yielding check, every kUpkeepEvery-th after it, and on
+  // every check once sleeping.
+  bool upkeep_due() const {
+    return count_ >= spins_ && (sleep_.count() > 0 || (count_ - spins_) % kUpkeepEvery == 0);
+  }
 
  private:
   int spins_;
   int count_ = 0;
+  std::chrono::steady_clock::time_point yield_start_{};
+  std::chrono::microseconds sleep_{0};
 };
 
 }  // namespace trillion

@@ -1,6 +1,8 @@
 #define BOOST_TEST_MODULE predict
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
+
 #include "plan/predict.hpp"
 
 using namespace trillion;
@@ -146,4 +148,67 @@ BOOST_AUTO_TEST_CASE(kernel_rate_interpolates_in_log_batch) {
   BOOST_TEST(h.kernel_rate("k/f32", 0.5) == 1e9);
   BOOST_TEST(h.kernel_rate("k/f32", 64) == 4e9);
   BOOST_CHECK_THROW(h.kernel_rate("fp8/f32", 1), std::exception);
+}
+
+BOOST_AUTO_TEST_CASE(weight_matrices_use_the_streaming_rates_when_measured) {
+  HostProfile h = host();
+  h.kernels["k/f32"] = {{1, 4e9}};
+  BOOST_TEST(h.weight_rate("k/f32", 1) == 4e9);  // no streaming figure: the in-cache rate
+  h.kernels_streaming["k/f32"] = {{1, 1e9}, {4, 2e9}};
+  BOOST_TEST(h.weight_rate("k/f32", 1) == 1e9);
+  BOOST_TEST(h.weight_rate("k/f32", 2) == std::sqrt(2.0) * 1e9, tt::tolerance(1e-9));
+  BOOST_TEST(h.kernel_rate("k/f32", 1) == 4e9);  // the in-cache table is untouched
+  // The round trip through JSON keeps both tables; a profile without the
+  // streaming table reads as before.
+  const HostProfile back = host_profile_from_json(to_json(h), "test");
+  BOOST_TEST(back.weight_rate("k/f32", 4) == 2e9);
+  nlohmann::json j = to_json(host());
+  j.erase("kernels_streaming");
+  BOOST_TEST(host_profile_from_json(j, "test").kernels_streaming.empty());
+  j["kernels_streaming"] = {{"k/f32", {{"0", 1e9}}}};
+  BOOST_CHECK_THROW(host_profile_from_json(j, "test"), std::exception);
+
+  // One rank, batch 1, in-cache 4 GFLOP/s but streaming 1 GFLOP/s: the
+  // attention matrices take 2 ms each again (as at 1 GFLOP/s in one_rank_decode_by_hand).
+  Layout one;
+  one.ranks = {RankShare{LayerRange{0, 2, true, true}, ExpertRange{0, 4}}};
+  PredictOptions o;
+  o.batches = {1};
+  o.context = 0;
+  Cluster cl = cluster(1, false);
+  cl.hosts[0].kernels["k/f32"] = {{1, 4e9}};
+  cl.hosts[0].kernels_streaming["k/f32"] = {{1, 1e9}};
+  BOOST_TEST(predict(toy(), one, cl, o)[0].step_seconds == 2 * 2e-3 + 8e-6 + 2 * 2e-4 + 2e-5, tt::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(emulated_hosts_share_the_machine_cores_by_pinning) {
+  // Four emulated hosts on a 2-core machine in expert mode: host i pinned to
+  // core i mod 2, so two busy ranks share each core and every second of work
+  // takes two; links between the hosts as between machines.
+  Layout ex;
+  ex.mode = ParallelMode::expert;
+  for (int r = 0; r < 4; ++r) ex.ranks.push_back(RankShare{LayerRange{0, 2, true, true}, ExpertRange{r, r + 1}});
+  PredictOptions o;
+  o.batches = {4};
+  o.context = 0;
+  Cluster apart = cluster(4, true, 1e-6);  // four real 1-core hosts
+  Cluster emulated = apart;
+  emulated.one_machine = true;
+  emulated.hosts[0].cores = 2;
+  emulated.hosts[0].bandwidth = 2e9;  // 1 GB/s per core, as each real host
+  const auto a = predict(toy(), ex, apart, o)[0], e = predict(toy(), ex, emulated, o)[0];
+  BOOST_TEST(a.link_seconds == e.link_seconds, tt::tolerance(1e-12));
+  BOOST_TEST(e.compute_seconds + e.memory_seconds == 2 * (a.compute_seconds + a.memory_seconds),
+             tt::tolerance(1e-9));
+  // Two emulated hosts on 2 cores: one core each, as two real hosts.
+  Layout ex2;
+  ex2.mode = ParallelMode::expert;
+  ex2.ranks = {RankShare{LayerRange{0, 2, true, true}, ExpertRange{0, 2}},
+               RankShare{LayerRange{0, 2, true, true}, ExpertRange{2, 4}}};
+  Cluster apart2 = cluster(2, true, 1e-6), emulated2 = apart2;
+  emulated2.one_machine = true;
+  emulated2.hosts[0].cores = 2;
+  emulated2.hosts[0].bandwidth = 2e9;
+  BOOST_TEST(predict(toy(), ex2, emulated2, o)[0].step_seconds == predict(toy(), ex2, apart2, o)[0].step_seconds,
+             tt::tolerance(1e-12));
 }

@@ -70,12 +70,12 @@ class Plan(unittest.TestCase):
         # context: the prompt and half the generated tokens (40 + 4).
         self.assertEqual(sweep.plan_args(cfg, Point(2, "pipeline", 8, 4, LINK)),
                          ["T", "plan", "--model", "M", "--ranks", "2", "--parallel", "pipeline", "--batch", "8",
-                          "--threads", "1", "--json", "--step-tokens", "256", "--context", "44",
+                          "--threads", "1", "--json", "--emulated", "--step-tokens", "256", "--context", "44",
                           "--micro-batches", "4", "--link-profile", "profiles/emulated-1gbit.json"])
         # One rank: no link; micro-batches 0 (one per stage) is plan's default, not passed.
         self.assertEqual(sweep.plan_args(dict(cfg, host_profile="h.json"), Point(1, "single", 1, 0, "none")),
                          ["T", "plan", "--model", "M", "--ranks", "1", "--parallel", "pipeline", "--batch", "1",
-                          "--threads", "1", "--json", "--step-tokens", "40", "--context", "44",
+                          "--threads", "1", "--json", "--emulated", "--step-tokens", "40", "--context", "44",
                           "--profile", "h.json"])
 
     def test_requests_ask_for_exact_lengths(self):
