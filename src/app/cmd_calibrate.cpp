@@ -47,37 +47,15 @@ const struct {
 } kFormats[] = {{MatFormat::F32, "f32"}, {MatFormat::BF16, "bf16"}, {MatFormat::FP8_B128, "fp8"},
                 {MatFormat::INT4_G32, "int4"}, {MatFormat::INT8_G32, "int8"}};
 
-// FLOP/s of one core at each batch, per kernel, for a matrix that stays in
-// cache (1024 x 2048: 1-8 MB): the compute side of the roofline.
-json kernel_rates(bool quick, bool wall) {
-  const int64_t rows = 1024, cols = 2048;
-  ThreadPool pool(1);
-  json out = json::object();
-  const std::vector<int64_t> batches = quick ? std::vector<int64_t>{1, 32} : std::vector<int64_t>{1, 4, 8, 32, 128};
-  const std::vector<float> x = random_x(128 * cols);
-  std::vector<float> y(size_t(128 * rows));
-  for (const auto& f : kFormats) {
-    std::vector<Owned> W;
-    W.push_back(make_matrix(f.f, rows, cols));  // moved: its QMatrix points into its own buffers
-    for (bool q8 : {false, true}) {
-      if (q8 && !q8_supports(f.f)) continue;
-      const std::string key = std::string(f.name) + (q8 ? "/int8" : "/f32");
-      for (int64_t n : batches) {
-        const double s = seconds_per_call(W, x, n, y, pool, q8, quick ? 0.01 : 0.03, wall);
-        out[key][std::to_string(n)] = 2.0 * double(rows * cols * n) / s;
-      }
-    }
-  }
-  return out;
-}
-
-// The same FLOP/s with the weights streaming from memory: copies of the
-// matrix cycled, `mib` MiB in all as the bandwidth probe's (past the caches:
-// this VM reports a 480 MiB L3), out of a file mapping as the engine reads its
-// shards (page cache, 4 KiB pages; anonymous memory reads faster). Below the
-// in-cache rates where the kernel cannot hide the reads: few rows, formats
-// slow to unpack (here bf16 at one row streams 14.6 of 16.7 GB/s, int4 6.7).
-json streaming_rates(bool quick, bool wall, int64_t mib) {
+// FLOP/s of one core at each batch, per kernel, of a 1024 x 2048 matrix.
+// streaming_mib 0: one matrix, which stays in cache (1-8 MB): the compute side
+// of the roofline. Otherwise copies of it cycled, streaming_mib MiB in all as
+// the bandwidth probe's (past the caches: this VM reports a 480 MiB L3), out of
+// a file mapping as the engine reads its shards (page cache, 4 KiB pages;
+// anonymous memory reads faster): below the in-cache rates where the kernel
+// cannot hide the reads, at few rows and for formats slow to unpack (here
+// bf16 at one row streams 14.9 GFLOP/s against 29.7 in cache).
+json kernel_rates(bool quick, bool wall, int64_t streaming_mib = 0) {
   const char* tmp = std::getenv("TMPDIR");
   const std::string scratch = tmp && *tmp ? tmp : "/tmp";
   const int64_t rows = 1024, cols = 2048;
@@ -87,13 +65,18 @@ json streaming_rates(bool quick, bool wall, int64_t mib) {
   const std::vector<float> x = random_x(128 * cols);
   std::vector<float> y(static_cast<size_t>(128 * rows));
   for (const auto& f : kFormats) {
-    const Owned one = make_matrix(f.f, rows, cols);
-    const double bytes = double(one.data.size() + one.scale.size());
-    const FileBackedMatrices W(one, int(std::ceil(double(mib) * (1 << 20) / bytes)), scratch);
+    std::vector<Owned> in_cache;
+    in_cache.push_back(make_matrix(f.f, rows, cols));  // moved: its QMatrix points into its own buffers
+    const double bytes = double(in_cache[0].data.size() + in_cache[0].scale.size());
+    std::unique_ptr<FileBackedMatrices> streaming;
+    if (streaming_mib > 0)
+      streaming = std::make_unique<FileBackedMatrices>(
+          in_cache[0], int(std::ceil(double(streaming_mib) * (1 << 20) / bytes)), scratch);
+    const std::vector<Owned>& W = streaming ? streaming->matrices() : in_cache;
     for (bool q8 : {false, true}) {
       if (q8 && !q8_supports(f.f)) continue;
       for (int64_t n : batches) {
-        const double s = seconds_per_call(W.matrices(), x, n, y, pool, q8, quick ? 0.01 : 0.03, wall);
+        const double s = seconds_per_call(W, x, n, y, pool, q8, quick ? 0.01 : 0.03, wall);
         out[std::string(f.name) + (q8 ? "/int8" : "/f32")][std::to_string(n)] = 2.0 * double(rows * cols * n) / s;
       }
     }
@@ -195,7 +178,7 @@ int run_calibrate(const Args& args) {
     json j = {{"format", "trillion-profile/1"}, {"source", m + " (kernel path " + std::string(to_string(kernel_isa())) + ")"}};
     j["host"] = to_json(h);
     j["host"]["kernels"] = kernel_rates(quick, wall);
-    j["host"]["kernels_streaming"] = streaming_rates(quick, wall, mib);
+    j["host"]["kernels_streaming"] = kernel_rates(quick, wall, mib);
     j["host"]["sources"] = {
         {"memory_bytes", m + ": physical memory (sysconf)"},
         {"cores", m + ": physical cores (the engine's default thread count)"},

@@ -34,16 +34,24 @@ void swiglu(const float* gate, const float* up, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = silu(gate[i]) * up[i];
 }
 
-void softmax(float* x, int64_t n) {
+void softmax_stats(float* x, int64_t n, float& max, double& sum) {
   float mx = x[0];
   for (int64_t i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
-  double sum = 0.0;
+  double s = 0.0;
   for (int64_t i = 0; i < n; ++i) {
     x[i] = std::exp(x[i] - mx);
-    sum += x[i];
+    s += x[i];
   }
-  const double inv = 1.0 / sum;
+  const double inv = 1.0 / s;
   for (int64_t i = 0; i < n; ++i) x[i] = float(double(x[i]) * inv);
+  max = mx;
+  sum = s;
+}
+
+void softmax(float* x, int64_t n) {
+  float mx;
+  double sum;
+  softmax_stats(x, n, mx, sum);
 }
 
 void add(float* y, const float* x, int64_t n) {

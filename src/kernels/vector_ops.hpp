@@ -31,6 +31,9 @@ void swiglu(const float* gate, const float* up, int64_t n, float* out);
 // In place: x[i] = exp(x[i] - max) / sum, the sum accumulated in double in
 // index order. n >= 1.
 void softmax(float* x, int64_t n);
+// softmax() that also returns the row's max and its sum of exponentials (what
+// a chunked attention needs to merge chunks); the same bits in x.
+void softmax_stats(float* x, int64_t n, float& max, double& sum);
 
 // y[i] += x[i].
 void add(float* y, const float* x, int64_t n);

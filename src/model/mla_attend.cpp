@@ -47,23 +47,10 @@ void run_item(const MlaShape& s, const KvCache& cache, int64_t layer, const Batc
       for (int64_t j = 0; j < nb; ++j) out[j] = (dot(ql, c_kv + j * r, r) + dot(qp, k_pe + j * rope, rope)) * s.scale;
     }
   }
-  for (int64_t h = 0; h < H; ++h) {
-    float* p = &sc[size_t(h * kMlaChunk)];
-    float mx = p[0];
-    for (int64_t j = 1; j < len; ++j) mx = p[j] > mx ? p[j] : mx;
-    double sum = 0.0;
-    for (int64_t j = 0; j < len; ++j) {
-      p[j] = std::exp(p[j] - mx);
-      sum += p[j];
-    }
-    // Normalized within the chunk exactly as vector_ops softmax() does, so a
-    // row of one chunk (<= kMlaChunk positions) keeps the bits it had when
-    // attention went head by head.
-    const double inv = 1.0 / sum;
-    for (int64_t j = 0; j < len; ++j) p[j] = float(double(p[j]) * inv);
-    m[h] = mx;
-    l[h] = sum;
-  }
+  // Normalized within the chunk by vector_ops' own softmax, so a row of one
+  // chunk (<= kMlaChunk positions) keeps the bits it had when attention went
+  // head by head.
+  for (int64_t h = 0; h < H; ++h) softmax_stats(&sc[size_t(h * kMlaChunk)], len, m[h], l[h]);
   std::fill_n(acc, H * r, 0.0f);
   for (int64_t b0 = it.j0; b0 < it.j1; b0 += kBlock) {
     const float* c_kv = cache.c_kv_block(row.slot, layer, int32_t(b0));

@@ -179,7 +179,8 @@ Prediction expert(const ModelCost& mc, const Layout& layout, const Cluster& cl, 
                   const std::vector<StepShape>& per_rank, double tokens) {
   const int N = layout.size();
   std::vector<RankCtx> ctx;
-  for (int r = 0; r < N; ++r) ctx.push_back(rank_ctx(cl, r, cl.one_machine ? N : cl.ranks_on(cl.host_of_rank[size_t(r)])));
+  // Every rank works at once (rank_ctx caps it at the ranks sharing its host).
+  for (int r = 0; r < N; ++r) ctx.push_back(rank_ctx(cl, r, N));
   double all_rows = 0;
   for (const auto& s : per_rank) all_rows += s.rows;
   // All-to-all: every rank sends to every other at once; the slowest pair
