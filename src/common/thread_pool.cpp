@@ -10,6 +10,10 @@
 
 #include "common/error.hpp"
 
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -31,7 +35,10 @@ constexpr int64_t kDefaultSpinUs = 5000;
 // (~10 us). Yields are rare on purpose: on a loaded machine one hands the
 // core to another process for a whole time slice.
 constexpr int kClockEvery = 64, kYieldEvery = 512;
-constexpr int64_t kBlocksPerThread = 4;  // blocks a parallel_for aims to give each thread, claimed dynamically
+// Blocks a parallel_for aims to give each thread, claimed dynamically.
+// TRILLION_POOL_BLOCKS overrides it (1 is a static split, one block per
+// thread: bench/bench_slow_core.py's baseline).
+constexpr int64_t kBlocksPerThread = 4;
 constexpr int64_t kMinSpinNs = 1000;  // the shortest adaptive spin (~1 us: cheap, and catches back-to-back jobs)
 
 inline void cpu_relax() {
@@ -46,6 +53,11 @@ int64_t spin_limit_ns() {
   const char* env = std::getenv("TRILLION_POOL_SPIN_US");
   const int64_t us = env ? std::max<int64_t>(0, std::atoll(env)) : kDefaultSpinUs;
   return us * 1000;
+}
+
+int64_t blocks_per_thread() {
+  const char* env = std::getenv("TRILLION_POOL_BLOCKS");
+  return env ? std::clamp<int64_t>(std::atoll(env), 1, 64) : kBlocksPerThread;
 }
 
 }  // namespace
@@ -79,6 +91,18 @@ void ThreadPool::SpinWait::wait(Done&& done, Sleep&& sleep) {
 }
 
 int physical_cores() {
+#if defined(__APPLE__)
+  // Apple Silicon mixes performance and efficiency cores. Blocks are claimed
+  // dynamically, so an efficiency core costs only its share, but it still
+  // streams and computes at a fraction of a performance core's rate, and
+  // decode is bandwidth-bound: the default is the performance cores
+  // (perflevel0), as llama.cpp's. Older systems without perflevels: all.
+  for (const char* name : {"hw.perflevel0.physicalcpu", "hw.physicalcpu"}) {
+    int v = 0;
+    size_t len = sizeof v;
+    if (sysctlbyname(name, &v, &len, nullptr, 0) == 0 && v > 0) return v;
+  }
+#endif
   const int logical = int(std::max(1u, std::thread::hardware_concurrency()));
   std::set<std::pair<std::string, std::string>> cores;  // (package, core id)
   for (int cpu = 0; cpu < logical; ++cpu) {
@@ -96,7 +120,8 @@ int thread_limit() {
   return std::min(kMaxThreads, std::max(64, 8 * logical));
 }
 
-ThreadPool::ThreadPool(int n_threads, bool spin) : spin_limit_ns_(spin ? spin_limit_ns() : 0) {
+ThreadPool::ThreadPool(int n_threads, bool spin)
+    : spin_limit_ns_(spin ? spin_limit_ns() : 0), blocks_per_thread_(blocks_per_thread()) {
   if (n_threads <= 0) n_threads = std::min(physical_cores(), thread_limit());
   if (n_threads > thread_limit())
     throw Error("a pool of " + std::to_string(n_threads) + " threads exceeds the limit of " +
@@ -152,12 +177,12 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
     fn(0, n);
     return;
   }
-  // Blocks are claimed as threads get to them (kBlocksPerThread per thread
+  // Blocks are claimed as threads get to them (blocks_per_thread_ per thread
   // when the grain allows), not handed out one per thread: a core that runs
   // slow (an efficiency core, a preempted one) then costs its share of the
   // blocks, not the whole call. A block's output never depends on which
   // thread computes it.
-  const int64_t chunk = std::max(grain, (n + threads * kBlocksPerThread - 1) / (threads * kBlocksPerThread));
+  const int64_t chunk = std::max(grain, (n + threads * blocks_per_thread_ - 1) / (threads * blocks_per_thread_));
   job_ = &fn;
   job_n_ = n;
   job_chunk_ = chunk;

@@ -30,7 +30,8 @@
 namespace trillion {
 
 // Cores of this machine without SMT siblings (Linux: distinct core ids in
-// /sys/devices/system/cpu; elsewhere the hardware concurrency). Decode is
+// /sys/devices/system/cpu; macOS: the performance cores, sysctl
+// hw.perflevel0.physicalcpu; elsewhere the hardware concurrency). Decode is
 // bandwidth-bound and a sibling only competes for the same FMA units.
 int physical_cores();
 
@@ -70,6 +71,7 @@ class ThreadPool {
   void worker_loop(int index);
 
   int64_t spin_limit_ns_ = 0;
+  int64_t blocks_per_thread_ = 4;
   SpinWait caller_spin_;
 
   std::vector<std::thread> workers_;

@@ -34,6 +34,15 @@ struct KernelTable {
   // y[t*ldy + r] = (W . xq)[t][r] for t < xq.n, r in [r0, r1), W INT8_G32 or INT4_G32.
   void (*quantize_q8_row)(const float* x, int64_t cols, int8_t* q, float* d);
   void (*matmul_q8_rows)(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1);
+  // Many dots and axpys over shared operands (attention over a cache block:
+  // every head against every position), each output with exactly the bits
+  // of this table's dot / axpy (tile_loops.hpp defines them as loops):
+  //   out[i*ldo + j] = dot(a + i*lda, b + j*ldb, n)       for i < na, j < nb;
+  //   for i < na, j < nb in order: axpy(p[i*ldp + j], x + j*ldx, y + i*ldy, n).
+  void (*dot_tile)(const float* a, int64_t lda, int64_t na, const float* b, int64_t ldb, int64_t nb, int64_t n,
+                   float* out, int64_t ldo);
+  void (*axpy_tile)(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y,
+                    int64_t ldy, int64_t n);
 };
 
 const KernelTable& portable_kernel_table();

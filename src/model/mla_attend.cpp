@@ -34,18 +34,21 @@ void run_item(const MlaShape& s, const KvCache& cache, int64_t layer, const Batc
               float* m, double* l, float* acc) {
   const TokenRow row = batch.rows[size_t(it.t)];
   const int64_t len = it.j1 - it.j0, H = s.heads, r = s.r, rope = s.rope;
-  sc.resize(size_t(H * kMlaChunk));
-  // Scores: block by block, every head while the block is hot.
+  sc.resize(size_t(H * kMlaChunk + H * kBlock));
+  float* pe = &sc[size_t(H * kMlaChunk)];  // [H, kBlock]: the rope part of a block's scores
+  const float* ql = q_lat + it.t * r;      // head h at ql + h * n * r
+  const float* qp = q_pe + it.t * pe_row;  // head h at qp + h * pe_head
+  // Scores: block by block, every head against every position while the
+  // block is hot, as register tiles (dot_tile: dot's bits per score).
   for (int64_t b0 = it.j0; b0 < it.j1; b0 += kBlock) {
     const float* c_kv = cache.c_kv_block(row.slot, layer, int32_t(b0));  // [kBlock, r]
     const float* k_pe = cache.k_pe_block(row.slot, layer, int32_t(b0));  // [kBlock, rope]
     const int64_t nb = std::min(kBlock, it.j1 - b0);
-    for (int64_t h = 0; h < H; ++h) {
-      const float* ql = q_lat + (h * n + it.t) * r;
-      const float* qp = q_pe + it.t * pe_row + h * pe_head;
-      float* out = &sc[size_t(h * kMlaChunk + (b0 - it.j0))];
-      for (int64_t j = 0; j < nb; ++j) out[j] = (dot(ql, c_kv + j * r, r) + dot(qp, k_pe + j * rope, rope)) * s.scale;
-    }
+    float* out = &sc[size_t(b0 - it.j0)];
+    dot_tile(ql, n * r, H, c_kv, r, nb, r, out, kMlaChunk);
+    dot_tile(qp, pe_head, H, k_pe, rope, nb, rope, pe, kBlock);
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t j = 0; j < nb; ++j) out[h * kMlaChunk + j] = (out[h * kMlaChunk + j] + pe[h * kBlock + j]) * s.scale;
   }
   // Normalized within the chunk by vector_ops' own softmax, so a row of one
   // chunk (<= kMlaChunk positions) keeps the bits it had when attention went
@@ -55,10 +58,8 @@ void run_item(const MlaShape& s, const KvCache& cache, int64_t layer, const Batc
   for (int64_t b0 = it.j0; b0 < it.j1; b0 += kBlock) {
     const float* c_kv = cache.c_kv_block(row.slot, layer, int32_t(b0));
     const int64_t nb = std::min(kBlock, it.j1 - b0);
-    for (int64_t h = 0; h < H; ++h) {
-      const float* p = &sc[size_t(h * kMlaChunk + (b0 - it.j0))];
-      for (int64_t j = 0; j < nb; ++j) axpy(p[j], c_kv + j * r, acc + h * r, r);
-    }
+    // acc_h += p_hj c_kv_j for every head, positions in order (axpy_tile: axpy's bits).
+    axpy_tile(&sc[size_t(b0 - it.j0)], kMlaChunk, H, c_kv, r, nb, acc, r, r);
   }
 }
 

@@ -6,6 +6,7 @@ on what made it: the generator's sources and arguments for a checkpoint, and
 also the trillion binary's bytes and the convert arguments for a model. A
 change to either is tested against fresh output, never against old files."""
 import argparse
+import fcntl
 import glob
 import hashlib
 import json
@@ -104,19 +105,24 @@ def generator_digest():
 
 def made_once(out, key, make):
     """out, made by make() unless out.key holds `key` (a dict: what makes out);
-    a different key (other sources, binary or arguments) remakes it."""
+    a different key (other sources, binary or arguments) remakes it. Tests
+    that run at once and share an output wait for each other on out.lock
+    (the second finds the first's output made), never make it twice."""
     stamp = out + ".key"
     text = json.dumps(key, sort_keys=True)
-    if os.path.isdir(out) and os.path.exists(stamp):
-        with open(stamp) as fp:
-            if fp.read() == text:
-                return out
-    shutil.rmtree(out, ignore_errors=True)
-    if os.path.exists(stamp):
-        os.remove(stamp)
-    make()
-    with open(stamp, "w") as fp:
-        fp.write(text)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+        if os.path.isdir(out) and os.path.exists(stamp):
+            with open(stamp) as fp:
+                if fp.read() == text:
+                    return out
+        shutil.rmtree(out, ignore_errors=True)
+        if os.path.exists(stamp):
+            os.remove(stamp)
+        make()
+        with open(stamp, "w") as fp:
+            fp.write(text)
     return out
 
 
@@ -142,22 +148,6 @@ def converted(trillion, work, preset, fmt, seed=0, extra=(), quantize=None, vari
     with open(hf + ".key") as fp:
         made_by = {"checkpoint": json.load(fp), "trillion": digest(trillion), "args": args}
     made_once(out, made_by, lambda: run([trillion, "convert", "--input", hf, "--output", out, *args]))
-    return hf, out
-
-
-def trained_smoke(trillion, work, steps=30):
-    """tools/train/train.py's smoke model (KJV, DeepSeek-V3 architecture with
-    an MTP layer, 2 layers, ~20 s for 30 steps; needs python3-torch) and its
-    conversion, kept while tools/train and the binary are the same."""
-    train = os.path.join(ROOT, "tools", "train")
-    hf = os.path.join(work, "hf", f"kjv-smoke-{steps}")
-    made_once(hf, {"train": digest(*sorted(glob.glob(os.path.join(train, "*.py")))), "steps": steps},
-              lambda: run([PYTHON, os.path.join(train, "train.py"), "--arch", "smoke", "--steps", steps,
-                           "--output", hf], timeout=900))
-    out = os.path.join(work, "model", f"kjv-smoke-{steps}")
-    made_once(out, {"checkpoint": digest(*sorted(glob.glob(os.path.join(hf, "*.safetensors")))),
-                    "trillion": digest(trillion)},
-              lambda: run([trillion, "convert", "--input", hf, "--output", out]))
     return hf, out
 
 

@@ -105,11 +105,33 @@ void test_case(KernelIsa isa, const MatmulShape& c) {
 
 }  // namespace
 
+// dot_tile / axpy_tile have exactly the bits of loops over the table's dot / axpy.
+void test_tiles(KernelIsa isa) {
+  const KernelTable& k = kernel_table(isa);
+  for (int64_t n : {15, 40, 517})
+    for (int64_t na : {1, 5, 16})
+      for (int64_t nb : {1, 7, 64}) {
+        const int64_t ld = n + 3;
+        auto a = random_floats(na * ld, 51), b = random_floats(nb * ld, 52), p = random_floats(na * nb, 53);
+        std::vector<float> got(size_t(na * nb)), want(got.size());
+        k.dot_tile(a.data(), ld, na, b.data(), ld, nb, n, got.data(), nb);
+        for (int64_t i = 0; i < na; ++i)
+          for (int64_t j = 0; j < nb; ++j) want[size_t(i * nb + j)] = k.dot(&a[size_t(i * ld)], &b[size_t(j * ld)], n);
+        check(same_bits(got.data(), want.data(), got.size()), "dot_tile bits", to_string(isa), MatFormat::F32, na, nb, n);
+        std::vector<float> y = a, y_want = a;
+        k.axpy_tile(p.data(), nb, na, b.data(), ld, nb, y.data(), ld, n);
+        for (int64_t i = 0; i < na; ++i)
+          for (int64_t j = 0; j < nb; ++j) k.axpy(p[size_t(i * nb + j)], &b[size_t(j * ld)], &y_want[size_t(i * ld)], n);
+        check(same_bits(y.data(), y_want.data(), y.size()), "axpy_tile bits", to_string(isa), MatFormat::F32, na, nb, n);
+      }
+}
+
 int main() {
   std::printf("kernel path of this process: %s\n", to_string(kernel_isa()));
   report_skipped_isas();
   for (KernelIsa isa : available_isas())
     for (const MatmulShape& c : kMatmulShapes) test_case(isa, c);
+  for (KernelIsa isa : available_isas()) test_tiles(isa);
   int q8_checks = 0;
   const std::vector<std::string> q8 = q8_failures(&q8_checks);  // the integer-dot path
   for (const std::string& f : q8) std::printf("FAIL %s\n", f.c_str());

@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "common/numeric.hpp"
@@ -93,6 +94,37 @@ BOOST_AUTO_TEST_CASE(dot_and_axpy_every_path) {
         for (int64_t i = 0; i < n; ++i) {
           const double w = double(b[size_t(i)]) + 0.37 * double(a[size_t(i)]);
           BOOST_TEST(std::fabs(y[size_t(i)] - w) <= 3 * u * (std::fabs(b[size_t(i)]) + std::fabs(0.37 * a[size_t(i)])));
+        }
+      }
+    }
+  }
+}
+
+// The tiles are defined as loops over the same table's dot / axpy: the bits
+// must be those, for every shape (tile edges: 2x3 dots, 4 rows x 24 columns),
+// stride and length (dot's 16/8/tail steps, axpy's vector and tail columns).
+BOOST_AUTO_TEST_CASE(dot_and_axpy_tiles_have_the_loops_bits) {
+  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon}) {
+    if (!kernel_isa_available(isa)) continue;
+    const KernelTable& k = kernel_table(isa);
+    for (int64_t n : {1, 8, 15, 16, 24, 40, 64, 517}) {
+      for (auto [na, nb] : {std::pair<int64_t, int64_t>{1, 1}, {2, 3}, {3, 5}, {5, 7}, {16, 64}, {7, 2}}) {
+        BOOST_TEST_CONTEXT(to_string(isa) << " n=" << n << " na=" << na << " nb=" << nb) {
+          const int64_t lda = n + 3, ldb = n + 5, ldo = nb + 2;
+          auto a = random_floats(na * lda, 41), b = random_floats(nb * ldb, 42);
+          std::vector<float> got(size_t(na * ldo), -7.0f), want = got;
+          k.dot_tile(a.data(), lda, na, b.data(), ldb, nb, n, got.data(), ldo);
+          for (int64_t i = 0; i < na; ++i)
+            for (int64_t j = 0; j < nb; ++j) want[size_t(i * ldo + j)] = k.dot(&a[size_t(i * lda)], &b[size_t(j * ldb)], n);
+          BOOST_TEST(got == want, boost::test_tools::per_element());  // padding untouched too
+
+          const int64_t ldp = nb + 1, ldx = n + 1, ldy = n + 4;
+          auto p = random_floats(na * ldp, 43), x = random_floats(nb * ldx, 44);
+          std::vector<float> y = random_floats(na * ldy, 45), y_want = y;
+          k.axpy_tile(p.data(), ldp, na, x.data(), ldx, nb, y.data(), ldy, n);
+          for (int64_t i = 0; i < na; ++i)
+            for (int64_t j = 0; j < nb; ++j) k.axpy(p[size_t(i * ldp + j)], &x[size_t(j * ldx)], &y_want[size_t(i * ldy)], n);
+          BOOST_TEST(y == y_want, boost::test_tools::per_element());
         }
       }
     }

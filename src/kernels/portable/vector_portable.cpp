@@ -1,5 +1,6 @@
 // Portable dot/axpy and the portable kernel table.
 #include "kernels/kernel_table.hpp"
+#include "kernels/tile_loops.hpp"
 
 namespace trillion {
 
@@ -26,8 +27,18 @@ void portable_axpy(float alpha, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
-constexpr KernelTable kPortable = {portable_matmul_rows,     portable_matmul_t_cols, portable_dot, portable_axpy,
-                                   portable_quantize_q8_row, portable_matmul_q8_rows};
+void portable_dot_tile(const float* a, int64_t lda, int64_t na, const float* b, int64_t ldb, int64_t nb, int64_t n,
+                       float* out, int64_t ldo) {
+  dot_tile_loop(portable_dot, a, lda, na, b, ldb, nb, n, out, ldo);
+}
+
+void portable_axpy_tile(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y,
+                        int64_t ldy, int64_t n) {
+  axpy_tile_loop(portable_axpy, p, ldp, na, x, ldx, nb, y, ldy, n);
+}
+
+constexpr KernelTable kPortable = {portable_matmul_rows,     portable_matmul_t_cols,  portable_dot,      portable_axpy,
+                                   portable_quantize_q8_row, portable_matmul_q8_rows, portable_dot_tile, portable_axpy_tile};
 
 }  // namespace
 
