@@ -1,6 +1,5 @@
 // The definitions of the tiled dot/axpy entries (kernel_table.hpp): loops
-// over an ISA's own dot and axpy. A table without a tiled kernel of its own
-// uses them as they are; a tiled kernel must give exactly their bits (it
+// over an ISA's own dot and axpy. The portable table uses them as they are; a tiled kernel must give exactly their bits (it
 // performs the same operations per output, only sharing the loads).
 #pragma once
 #include <cstdint>

@@ -10,7 +10,6 @@
 // of 8 (summed in order, times their scale) added last.
 #include "kernels/arm/neon_formats.hpp"
 #include "kernels/kernel_table.hpp"
-#include "kernels/tile_loops.hpp"
 
 namespace trillion {
 namespace neon {
@@ -113,15 +112,10 @@ float dot(const float* a, const float* b, int64_t n);
 void axpy(float alpha, const float* x, float* y, int64_t n);
 void quantize_q8_row(const float* x, int64_t cols, int8_t* q, float* d);
 void matmul_q8_rows(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1);
-// No tiled NEON kernel yet: the loops over NEON's dot and axpy (the definition).
 void dot_tile(const float* a, int64_t lda, int64_t na, const float* b, int64_t ldb, int64_t nb, int64_t n, float* out,
-              int64_t ldo) {
-  dot_tile_loop(dot, a, lda, na, b, ldb, nb, n, out, ldo);
-}
+              int64_t ldo);
 void axpy_tile(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y, int64_t ldy,
-               int64_t n) {
-  axpy_tile_loop(axpy, p, ldp, na, x, ldx, nb, y, ldy, n);
-}
+               int64_t n);
 }  // namespace neon
 
 const KernelTable* neon_kernel_table() {
