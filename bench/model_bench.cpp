@@ -31,6 +31,7 @@
 
 #include "common/thread_pool.hpp"
 #include "kernels/matmul.hpp"
+#include "model/linear.hpp"
 #include "model/local_experts.hpp"
 #include "model/transformer.hpp"
 #include "model/weights.hpp"
@@ -115,33 +116,43 @@ Costs measure_costs(const ModelConfig& cfg, TensorSource& src) {
 }
 
 // The batch-1 kernel floor: every matrix a one-token step streams (experts
-// 0..top_k-1 standing in for the chosen ones), each as one pool matmul at
-// n=1 in model order (so nothing stays cached), timed by part. The decode
+// 0..top_k-1 standing in for the chosen ones), each as one pool product at
+// n=1 on the compute path the model uses for it (linear(); kv_b, whose
+// absorbed halves stay exact, on the float path), in model order (so
+// nothing stays cached), timed by part. The decode
 // step's time over this sum is what the model adds to its kernels.
 struct Floor {
-  std::vector<std::pair<std::string, QMatrix>> mats;  // (part, matrix) in model order
+  struct Mat {
+    std::string part;
+    QMatrix m;
+    bool exact = false;  // always the float path
+  };
+  std::vector<Mat> mats;  // in model order
 };
 
 Floor b1_floor_matrices(const ModelConfig& cfg, TensorSource& src) {
   const ModelWeights w = ModelWeights::load(cfg, whole_model(cfg), src);
   Floor f;
+  auto add = [&](const char* part, const QMatrix& m, bool exact = false) { f.mats.push_back({part, m, exact}); };
   auto mlp = [&](const char* part, const MlpWeights& m) {
-    for (const QMatrix* q : {&m.gate, &m.up, &m.down}) f.mats.emplace_back(part, *q);
+    for (const QMatrix* q : {&m.gate, &m.up, &m.down}) add(part, *q);
   };
   for (const LayerWeights& L : w.layers) {
     const AttentionWeights& a = L.attn;
     for (const QMatrix* q : a.has_q_lora ? std::vector<const QMatrix*>{&a.q_a, &a.q_b} : std::vector<const QMatrix*>{&a.q})
-      f.mats.emplace_back("attention", *q);
-    for (const QMatrix* q : {&a.kv_a, &a.kv_b, &a.o}) f.mats.emplace_back("attention", *q);
+      add("attention", *q);
+    add("attention", a.kv_a);
+    add("attention", a.kv_b, true);
+    add("attention", a.o);
     if (!L.is_moe) {
       mlp("dense mlp", L.mlp);
       continue;
     }
-    f.mats.emplace_back("router", L.moe.gate);
+    add("router", L.moe.gate, true);
     if (L.moe.has_shared) mlp("shared expert", L.moe.shared);
     for (int64_t e = 0; e < cfg.num_experts_per_tok; ++e) mlp("routed experts", load_expert(cfg, src, L.layer, e));
   }
-  f.mats.emplace_back("lm_head", w.lm_head);
+  add("lm_head", w.lm_head);
   return f;
 }
 
@@ -149,11 +160,11 @@ Floor b1_floor_matrices(const ModelConfig& cfg, TensorSource& src) {
 // decode steps they are compared with (same machine load for both).
 class FloorTimer {
  public:
-  FloorTimer(Floor f, ThreadPool& pool) : f_(std::move(f)), pool_(pool) {
+  FloorTimer(Floor f, ThreadPool& pool, Activations act) : f_(std::move(f)), pool_(pool), act_(act) {
     int64_t rows = 0, cols = 0;
-    for (const auto& [part, m] : f_.mats) {
-      rows = std::max(rows, m.rows), cols = std::max(cols, m.cols);
-      if (std::find(parts_.begin(), parts_.end(), part) == parts_.end()) parts_.push_back(part);
+    for (const Floor::Mat& fm : f_.mats) {
+      rows = std::max(rows, fm.m.rows), cols = std::max(cols, fm.m.cols);
+      if (std::find(parts_.begin(), parts_.end(), fm.part) == parts_.end()) parts_.push_back(fm.part);
     }
     x_.assign(size_t(cols), 0.01f);
     y_.resize(size_t(rows));
@@ -161,10 +172,10 @@ class FloorTimer {
   }
   void pass() {
     std::vector<double> sec(parts_.size(), 0.0);
-    for (const auto& [part, m] : f_.mats) {
+    for (const Floor::Mat& fm : f_.mats) {
       const auto t0 = Clock::now();
-      matmul(m, x_.data(), 1, y_.data(), pool_);
-      sec[size_t(std::find(parts_.begin(), parts_.end(), part) - parts_.begin())] += since(t0);
+      linear(fm.m, x_.data(), 1, y_.data(), fm.exact ? Activations::f32 : act_, pool_);
+      sec[size_t(std::find(parts_.begin(), parts_.end(), fm.part) - parts_.begin())] += since(t0);
     }
     double total = 0;
     for (size_t i = 0; i < parts_.size(); ++i) by_part_[i].push_back(sec[i]), total += sec[i];
@@ -186,6 +197,7 @@ class FloorTimer {
   }
   Floor f_;
   ThreadPool& pool_;
+  Activations act_;
   std::vector<std::string> parts_;
   std::vector<float> x_, y_;
   std::vector<std::vector<double>> by_part_;
@@ -418,7 +430,7 @@ int run(int argc, char** argv) {
   Bench bench(cfg, weights, pool, act);
   const std::vector<int> batches = parse_list(batches_arg);
   std::unique_ptr<FloorTimer> floor_timer;
-  if (with_floor) floor_timer = std::make_unique<FloorTimer>(b1_floor_matrices(cfg, weights), pool);
+  if (with_floor) floor_timer = std::make_unique<FloorTimer>(b1_floor_matrices(cfg, weights), pool, act);
   const int64_t V = cfg.vocab_size;
 
   // The pool's round trip (wake the workers, wait for them) with no work: a

@@ -77,7 +77,7 @@ double seconds_per_call(const std::vector<Owned>& Ws, const std::vector<float>& 
   Q8Rows xq;
   auto call = [&] {
     if (q8) {
-      quantize_q8(x.data(), n, Ws[next].m.cols, xq);
+      quantize_q8(x.data(), n, Ws[next].m.cols, xq, Ws[next].m.format);
       matmul_q8(Ws[next].m, xq, y.data(), pool);
     } else {
       matmul(Ws[next].m, x.data(), n, y.data(), pool);

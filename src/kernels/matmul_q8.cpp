@@ -20,6 +20,9 @@ void check_q8(const QMatrix& W, const Q8Rows& xq) {
   if (xq.cols != W.cols)
     throw Error("matmul_q8: activations have " + std::to_string(xq.cols) + " columns, weights " +
                 std::to_string(W.cols));
+  if (W.format == MatFormat::INT4_G32 &&
+      (xq.pairs != (xq.groups + 1) / 2 || xq.pe.size() != size_t(xq.n * xq.pairs * 32)))
+    throw Error("matmul_q8: INT4 weights need the activations' pair layout (quantize_q8 for INT4_G32)");
 }
 
 void resize(Q8Rows& out, int64_t n, int64_t cols) {
@@ -30,22 +33,55 @@ void resize(Q8Rows& out, int64_t n, int64_t cols) {
   out.d.resize(size_t(n * out.groups));
 }
 
-void quantize_with(const KernelTable& k, const float* x, int64_t n, int64_t cols, Q8Rows& out) {
+void quantize_with(const KernelTable& k, const float* x, int64_t n, int64_t cols, Q8Rows& out, MatFormat w) {
   resize(out, n, cols);
   for (int64_t t = 0; t < n; ++t)
     k.quantize_q8_row(x + t * cols, cols, out.q.data() + t * out.groups * kQ8Group, out.d.data() + t * out.groups);
+  out.pairs = 0;
+  if (w == MatFormat::INT4_G32) q8_pair_layout(out);
 }
 
 }  // namespace
 
 bool q8_supports(MatFormat f) { return f == MatFormat::INT8_G32 || f == MatFormat::INT4_G32; }
 
-void quantize_q8(const float* x, int64_t n, int64_t cols, Q8Rows& out) {
-  quantize_with(active_kernel_table(), x, n, cols, out);
+void quantize_q8(const float* x, int64_t n, int64_t cols, Q8Rows& out, MatFormat for_weights) {
+  quantize_with(active_kernel_table(), x, n, cols, out, for_weights);
 }
 
-void quantize_q8_ref(const float* x, int64_t n, int64_t cols, Q8Rows& out) {
-  quantize_with(portable_kernel_table(), x, n, cols, out);
+void quantize_q8_ref(const float* x, int64_t n, int64_t cols, Q8Rows& out, MatFormat for_weights) {
+  quantize_with(portable_kernel_table(), x, n, cols, out, for_weights);
+}
+
+// A data layout, not arithmetic: one loop for every ISA (O(n cols), next to
+// the O(n cols rows) product it serves).
+void q8_pair_layout(Q8Rows& xq) {
+  xq.pairs = (xq.groups + 1) / 2;
+  const size_t pn = size_t(xq.n * xq.pairs);
+  xq.pe.assign(pn * 32, 0);
+  xq.po.assign(pn * 32, 0);
+  xq.pd.assign(pn * 8, 0.0f);
+  xq.pc.assign(pn * 8, 0);
+  for (int64_t t = 0; t < xq.n; ++t) {
+    const int8_t* q = xq.row_q(t);
+    const float* d = xq.row_d(t);
+    for (int64_t g = 0; g < xq.groups; ++g) {
+      const int64_t p = g / 2, half = g % 2;
+      const size_t at = size_t((t * xq.pairs + p) * 32 + 16 * half);
+      const int8_t* qg = q + g * kQ8Group;
+      for (int i = 0; i < 16; ++i) {
+        xq.pe[at + size_t(i)] = qg[2 * i];
+        xq.po[at + size_t(i)] = qg[2 * i + 1];
+      }
+      for (int j = 0; j < 4; ++j) {
+        int32_t sum = 0;
+        for (int c = 0; c < 8; ++c) sum += qg[8 * j + c];
+        const size_t lane = size_t((t * xq.pairs + p) * 8 + 4 * half + j);
+        xq.pd[lane] = d[g];
+        xq.pc[lane] = 8 * sum;
+      }
+    }
+  }
 }
 
 void matmul_q8(const QMatrix& W, const Q8Rows& xq, float* y, ThreadPool& pool) {

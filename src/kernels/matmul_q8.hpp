@@ -12,13 +12,24 @@
 //
 // The product, per output y[t][r] (every ISA performs exactly these
 // operations, so every ISA, tile, batch size and thread count gives the
-// same bits):
-//   for each group g in increasing order, lane k in 0..7:
+// same bits), with 8 float lanes acc_0..7 from 0:
+//   INT8_G32: for each group g in increasing order, lane k in 0..7:
 //     isum_k = sum_{j<4} w_q[32g + 4k + j] * q[32g + 4k + j]        (exact int32)
 //     s_g    = float(weight scale of (r, g)) * d_g                  (float32 multiply)
 //     acc_k  = fma(float(isum_k), s_g, acc_k)                       (float32, one rounding)
+//   INT4_G32: for each pair p of groups (2p, 2p + 1) in increasing order,
+//     lane k in 0..7 belongs to group g = 2p + k/4 and sums its 8 columns
+//     c = 32g + 8(k%4) .. + 7:
+//     isum_k = sum_{j<8} w_q[c + j] * q[c + j]                      (exact int32)
+//     acc_k  = fma(float(isum_k), s_g, acc_k)                       (s_g as above)
+//     (when the group count is odd, the last pair's lanes 4..7 are left as they are).
 //   y = ((acc_0 + acc_4) + (acc_2 + acc_6)) + ((acc_1 + acc_5) + (acc_3 + acc_7))
-// w_q is the int8 q of INT8_G32 or the nibble - 8 of INT4_G32.
+// w_q is the int8 q of INT8_G32 or the nibble - 8 of INT4_G32. INT4's lanes
+// are 8 columns because its stored bytes hold columns 2i and 2i + 1: masking
+// and shifting a group's 16 bytes yields its even and its odd columns, whose
+// products with the even and odd activations (Q8Rows' pair layout) add to
+// exactly those lanes, with no shuffle back to column order (AVX2: 2 groups
+// per 256-bit load; NEON: SDOT's 4 lanes per group).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -31,20 +42,40 @@ namespace trillion {
 inline constexpr int64_t kQ8Group = 32;
 
 // Quantized activation rows: q [n, groups * 32] (row stride padded to whole
-// groups, padding 0) and d [n, groups].
+// groups, padding 0) and d [n, groups]. For INT4 weights also the pair
+// layout (q8_pair_layout), per token and group pair p (pairs = ceil(groups / 2);
+// a missing last group reads as zeros):
+//   pe[32]: the even columns of group 2p (16 bytes), then those of 2p + 1
+//   po[32]: the odd columns likewise
+//   pd[8]:  d_2p four times, then d_2p+1 four times (lane k's d)
+//   pc[8]:  8 * the sum of q over lane k's 8 columns (for kernels that
+//           multiply the stored nibble w + 8 and subtract it: the same sum)
 struct Q8Rows {
   int64_t n = 0, cols = 0, groups = 0;
   std::vector<int8_t> q;
   std::vector<float> d;
+  int64_t pairs = 0;  // 0 until q8_pair_layout fills the arrays below
+  std::vector<int8_t> pe, po;
+  std::vector<float> pd;
+  std::vector<int32_t> pc;
   const int8_t* row_q(int64_t t) const { return q.data() + t * groups * kQ8Group; }
   const float* row_d(int64_t t) const { return d.data() + t * groups; }
+  const int8_t* pair_e(int64_t t) const { return pe.data() + t * pairs * 32; }
+  const int8_t* pair_o(int64_t t) const { return po.data() + t * pairs * 32; }
+  const float* pair_d(int64_t t) const { return pd.data() + t * pairs * 8; }
+  const int32_t* pair_c(int64_t t) const { return pc.data() + t * pairs * 8; }
 };
 
 // Whether the integer path takes this weight format (INT8_G32, INT4_G32).
 bool q8_supports(MatFormat f);
 
-// x[n, cols] quantized as above, into `out` (resized).
-void quantize_q8(const float* x, int64_t n, int64_t cols, Q8Rows& out);
+// x[n, cols] quantized as above, into `out` (resized); with the pair layout
+// when the weights are `for_weights` INT4_G32 (cleared otherwise).
+void quantize_q8(const float* x, int64_t n, int64_t cols, Q8Rows& out,
+                 MatFormat for_weights = MatFormat::INT8_G32);
+
+// Fills xq's pair layout from its q and d (what INT4_G32 products read).
+void q8_pair_layout(Q8Rows& xq);
 
 // y[n, W.rows] = W . xq (xq.cols == W.cols), output rows split over the pool's threads.
 void matmul_q8(const QMatrix& W, const Q8Rows& xq, float* y, ThreadPool& pool);
@@ -53,7 +84,8 @@ void matmul_q8(const QMatrix& W, const Q8Rows& xq, float* y, ThreadPool& pool);
 void matmul_q8_serial(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy);
 
 // The scalar twins the tests compare every ISA with (same bits by definition).
-void quantize_q8_ref(const float* x, int64_t n, int64_t cols, Q8Rows& out);
+void quantize_q8_ref(const float* x, int64_t n, int64_t cols, Q8Rows& out,
+                     MatFormat for_weights = MatFormat::INT8_G32);
 void matmul_q8_ref(const QMatrix& W, const Q8Rows& xq, float* y);
 
 }  // namespace trillion

@@ -38,14 +38,14 @@ Activations resolve_activations(const std::string& flag, WeightFormat f) {
 void linear(const QMatrix& W, const float* x, int64_t n, float* y, Activations a, ThreadPool& pool) {
   if (!uses_int8(a, W)) return matmul(W, x, n, y, pool);
   Q8Rows& xq = scratch();
-  quantize_q8(x, n, W.cols, xq);
+  quantize_q8(x, n, W.cols, xq, W.format);
   matmul_q8(W, xq, y, pool);
 }
 
 void linear_serial(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy, Activations a) {
   if (!uses_int8(a, W)) return matmul_serial(W, x, n, y, ldy);
   Q8Rows& xq = scratch();
-  quantize_q8(x, n, W.cols, xq);
+  quantize_q8(x, n, W.cols, xq, W.format);
   matmul_q8_serial(W, xq, y, ldy);
 }
 

@@ -29,7 +29,8 @@ std::string where(KernelIsa isa, MatFormat f, int64_t rows, int64_t cols, int64_
   return buf;
 }
 
-void quantize_with(const KernelTable& k, const float* x, int64_t n, int64_t cols, Q8Rows& out) {
+void quantize_with(const KernelTable& k, const float* x, int64_t n, int64_t cols, Q8Rows& out,
+                   MatFormat w = MatFormat::INT8_G32) {
   out.n = n;
   out.cols = cols;
   out.groups = (cols + kQ8Group - 1) / kQ8Group;
@@ -37,6 +38,44 @@ void quantize_with(const KernelTable& k, const float* x, int64_t n, int64_t cols
   out.d.assign(size_t(n * out.groups), -1.0f);
   for (int64_t t = 0; t < n; ++t)
     k.quantize_q8_row(x + t * cols, cols, out.q.data() + t * out.groups * kQ8Group, out.d.data() + t * out.groups);
+  out.pairs = 0;
+  if (w == MatFormat::INT4_G32) q8_pair_layout(out);
+}
+
+// The pair layout by its definition (matmul_q8.hpp), element by element.
+void check_pair_layout(Checker& check) {
+  const std::vector<float> x = random_floats(3 * 160, 31, -9.0f, 9.0f);  // 5 groups: 2 pairs and a lone group
+  Q8Rows q;
+  quantize_q8_ref(x.data(), 3, 160, q, MatFormat::INT4_G32);
+  bool ok = q.pairs == 3 && q.pe.size() == 3 * 3 * 32 && q.pc.size() == 3 * 3 * 8;
+  for (int64_t t = 0; ok && t < 3; ++t)
+    for (int64_t p = 0; p < 3; ++p)
+      for (int64_t h = 0; h < 2; ++h) {
+        const int64_t g = 2 * p + h;
+        for (int64_t i = 0; i < 16; ++i) {
+          const int8_t e = g < 5 ? q.row_q(t)[g * 32 + 2 * i] : 0, o = g < 5 ? q.row_q(t)[g * 32 + 2 * i + 1] : 0;
+          ok = ok && q.pair_e(t)[32 * p + 16 * h + i] == e && q.pair_o(t)[32 * p + 16 * h + i] == o;
+        }
+        for (int64_t j = 0; j < 4; ++j) {
+          int32_t sum = 0;
+          for (int64_t c = 0; c < 8 && g < 5; ++c) sum += q.row_q(t)[g * 32 + 8 * j + c];
+          const float d = g < 5 ? q.row_d(t)[g] : 0.0f;
+          ok = ok && q.pair_c(t)[8 * p + 4 * h + j] == 8 * sum && q.pair_d(t)[8 * p + 4 * h + j] == d;
+        }
+      }
+  check(ok, "pair layout by its definition");
+  Q8Rows plain;
+  quantize_q8(x.data(), 3, 160, plain);
+  check(plain.pairs == 0, "no pair layout for INT8 weights");
+  RandomMatrix W(MatFormat::INT4_G32, 4, 160, 32);
+  std::vector<float> y(3 * 4);
+  bool threw = false;
+  try {
+    matmul_q8_serial(W.view(), plain, y.data(), 4);
+  } catch (const std::exception& e) {
+    threw = std::string(e.what()).find("pair layout") != std::string::npos;
+  }
+  check(threw, "INT4 product refuses activations without the pair layout");
 }
 
 bool same_q8(const Q8Rows& a, const Q8Rows& b) {
@@ -85,8 +124,8 @@ void check_against_f64(Checker& check, KernelIsa isa, const std::vector<float>& 
 
 // y64[t][r] = sum_g s_g * isum_g exactly (isum exact, s_g the float32 product
 // the definition uses), with bound[t][r] = (G + 4) u sum_{g,k} |s_g * isum_gk|
-// over the lane sums: the error of G fma per lane and the 3-level tree,
-// u = 2^-24.
+// over the lane sums: the error of at most G fma per lane and the 3-level
+// tree, u = 2^-24.
 void exact_reference(const RandomMatrix& W, const Q8Rows& q, std::vector<double>& y64, std::vector<double>& bound) {
   y64.assign(size_t(q.n * W.rows), 0.0);
   bound.assign(size_t(q.n * W.rows), 0.0);
@@ -96,9 +135,10 @@ void exact_reference(const RandomMatrix& W, const Q8Rows& q, std::vector<double>
       double y = 0, mag = 0;
       for (int64_t g = 0; g < q.groups; ++g) {
         const float s = W.qscale(r, g) * q.row_d(t)[g];
-        for (int64_t k = 0; k < 8; ++k) {
+        const int64_t width = W.format == MatFormat::INT4_G32 ? 8 : 4;  // the definition's lanes
+        for (int64_t k = 0; k < 32 / width; ++k) {
           int64_t lane = 0;
-          for (int64_t c = g * 32 + 4 * k; c < std::min(W.cols, g * 32 + 4 * k + 4); ++c)
+          for (int64_t c = g * 32 + width * k; c < std::min(W.cols, g * 32 + width * k + width); ++c)
             lane += int64_t(W.qvalue(r, c)) * q.row_q(t)[c];
           y += double(s) * double(lane);
           mag += std::fabs(double(s) * double(lane));
@@ -116,9 +156,9 @@ void check_products(Checker& check, KernelIsa isa, const MatmulShape& c) {
   const int64_t pool_rows = 21;
   const std::vector<float> x = random_floats(pool_rows * c.cols, 12, -3.0f, 3.0f);
   Q8Rows all;
-  quantize_with(k, x.data(), pool_rows, c.cols, all);
+  quantize_with(k, x.data(), pool_rows, c.cols, all, c.format);
   Q8Rows ref;
-  quantize_q8_ref(x.data(), pool_rows, c.cols, ref);
+  quantize_q8_ref(x.data(), pool_rows, c.cols, ref, c.format);
   check(same_q8(all, ref), "quantize bits vs portable" + where(isa, c.format, c.rows, c.cols, pool_rows));
 
   std::vector<float> y(size_t(pool_rows * c.rows)), yref(y.size());
@@ -151,7 +191,7 @@ void check_products(Checker& check, KernelIsa isa, const MatmulShape& c) {
   for (int64_t n : {1, 2, 3, 5, 8}) {
     for (int64_t offset : {int64_t(0), int64_t(3)}) {
       Q8Rows part;
-      quantize_with(k, &x[size_t(offset * c.cols)], n, c.cols, part);
+      quantize_with(k, &x[size_t(offset * c.cols)], n, c.cols, part, c.format);
       std::vector<float> yp(size_t(n * c.rows));
       const int64_t mid = c.rows / 3;
       k.matmul_q8_rows(Wv, part, yp.data(), c.rows, 0, mid);
@@ -169,7 +209,7 @@ void check_threads(Checker& check) {
     RandomMatrix W(f, 61, 96, 21);
     const std::vector<float> x = random_floats(5 * 96, 22);
     Q8Rows q;
-    quantize_q8(x.data(), 5, 96, q);
+    quantize_q8(x.data(), 5, 96, q, f);
     std::vector<float> serial(size_t(5 * 61)), y(serial.size());
     active_kernel_table().matmul_q8_rows(W.view(), q, serial.data(), 61, 0, 61);
     for (int threads : {1, 2, 3}) {
@@ -188,7 +228,7 @@ std::vector<std::string> q8_failures(int* checks) {
   const std::vector<MatmulShape> shapes = {
       {MatFormat::INT8_G32, 7, 96}, {MatFormat::INT8_G32, 33, 203}, {MatFormat::INT8_G32, 5, 1000},
       {MatFormat::INT8_G32, 1, 7},  {MatFormat::INT4_G32, 7, 96},   {MatFormat::INT4_G32, 40, 256},
-      {MatFormat::INT4_G32, 1, 32}, {MatFormat::INT4_G32, 9, 2048}};
+      {MatFormat::INT4_G32, 1, 32}, {MatFormat::INT4_G32, 9, 2048}, {MatFormat::INT4_G32, 6, 160}};
   for (KernelIsa isa : available_isas()) {
     check_hand_cases(check, isa);
     for (int64_t cols : {1, 31, 32, 33, 100, 257}) {
@@ -198,6 +238,7 @@ std::vector<std::string> q8_failures(int* checks) {
     for (const MatmulShape& s : shapes) check_products(check, isa, s);
   }
   check_threads(check);
+  check_pair_layout(check);
   *checks += check.checks;
   return check.failures;
 }

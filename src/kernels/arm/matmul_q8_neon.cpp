@@ -28,6 +28,10 @@ struct WideningSum {
     const int32x4_t s1 = vpaddlq_s16(vmull_high_s8(a, b));
     return vpaddq_s32(s0, s1);
   }
+  // init + lanes of a0.b0 + lanes of a1.b1 (exact).
+  static int32x4_t sum8(int32x4_t init, int8x16_t a0, int8x16_t b0, int8x16_t a1, int8x16_t b1) {
+    return vaddq_s32(init, vaddq_s32(sum4(a0, b0), sum4(a1, b1)));
+  }
 };
 
 bool cpu_has_dotprod() {

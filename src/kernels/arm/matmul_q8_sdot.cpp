@@ -7,6 +7,9 @@ namespace trillion::neon {
 namespace {
 struct SdotSum {
   static int32x4_t sum4(int8x16_t a, int8x16_t b) { return vdotq_s32(vdupq_n_s32(0), a, b); }
+  static int32x4_t sum8(int32x4_t init, int8x16_t a0, int8x16_t b0, int8x16_t a1, int8x16_t b1) {
+    return vdotq_s32(vdotq_s32(init, a0, b0), a1, b1);
+  }
 };
 }  // namespace
 

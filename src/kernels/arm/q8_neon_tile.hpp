@@ -3,8 +3,12 @@
 // columns 4k..4k+3 of a 16-column half group. matmul_q8_neon.cpp gives it
 // widening multiplies (every arm64 CPU), matmul_q8_sdot.cpp SDOT (ARMv8.2
 // dotprod, built with that flag); both sums are exact, so both give the same
-// bits. Lanes 0-3 of the definition are the first half group's, 4-7 the
-// second's. Internal linkage: each file gets its own copy.
+// bits. INT8: lanes 0-3 of the definition are the first half group's, 4-7
+// the second's. INT4: a group's 16 bytes masked and shifted are its even and
+// odd columns (as stored, w + 8); Dot::sum8 adds their products with the pair
+// layout's even and odd activations to -pc, so each of a group's 4 lanes is
+// its 8 columns' exact isum (lanes 0-3 of the definition for even groups,
+// 4-7 for odd). Internal linkage: each file gets its own copy.
 #pragma once
 #include <arm_neon.h>
 
@@ -23,33 +27,22 @@ inline float hsum(float32x4_t lo, float32x4_t hi) {
   return vget_lane_f32(c, 0) + vget_lane_f32(c, 1);
 }
 
-// Group g of row r as two halves of 16 int8 weights.
-template <MatFormat F>
+// INT8_G32 group g of row r as two halves of 16 int8 weights.
 inline void load_group(const QMatrix& W, int64_t r, int64_t g, int8x16_t& w0, int8x16_t& w1) {
-  if constexpr (F == MatFormat::INT8_G32) {
-    const int8_t* p = static_cast<const int8_t*>(W.data) + r * W.cols + g * kQ8Group;
-    const int64_t left = W.cols - g * kQ8Group;
-    if (left >= kQ8Group) {
-      w0 = vld1q_s8(p);
-      w1 = vld1q_s8(p + 16);
-      return;
-    }
-    int8_t buf[kQ8Group] = {};  // the row's partial last group; never read past its end
-    std::memcpy(buf, p, size_t(left));
-    w0 = vld1q_s8(buf);
-    w1 = vld1q_s8(buf + 16);
-  } else {
-    const uint8_t* p = static_cast<const uint8_t*>(W.data) + (r * W.cols + g * kQ8Group) / 2;
-    const uint8x16_t b = vld1q_u8(p);
-    const uint8x16_t lo = vandq_u8(b, vdupq_n_u8(0x0F)), hi = vshrq_n_u8(b, 4);
-    // Byte i holds columns 2i (low nibble) and 2i + 1: interleave back to column order.
-    const uint8x16x2_t z = vzipq_u8(lo, hi);
-    w0 = vsubq_s8(vreinterpretq_s8_u8(z.val[0]), vdupq_n_s8(8));
-    w1 = vsubq_s8(vreinterpretq_s8_u8(z.val[1]), vdupq_n_s8(8));
+  const int8_t* p = static_cast<const int8_t*>(W.data) + r * W.cols + g * kQ8Group;
+  const int64_t left = W.cols - g * kQ8Group;
+  if (left >= kQ8Group) {
+    w0 = vld1q_s8(p);
+    w1 = vld1q_s8(p + 16);
+    return;
   }
+  int8_t buf[kQ8Group] = {};  // the row's partial last group; never read past its end
+  std::memcpy(buf, p, size_t(left));
+  w0 = vld1q_s8(buf);
+  w1 = vld1q_s8(buf + 16);
 }
 
-template <class Dot, MatFormat F, int R, int T>
+template <class Dot, int R, int T>
 void tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float* y, int64_t ldy) {
   const uint16_t* wscale = static_cast<const uint16_t*>(W.scale);
   float32x4_t lo[R][T], hi[R][T];
@@ -66,7 +59,7 @@ void tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float* y, 
     }
     for (int i = 0; i < R; ++i) {
       int8x16_t w0, w1;
-      load_group<F>(W, r0 + i, g, w0, w1);
+      load_group(W, r0 + i, g, w0, w1);
       const float ws = bf16_value(wscale[(r0 + i) * W.scale_cols + g]);
       for (int t = 0; t < T; ++t) {
         const float32x4_t s = vdupq_n_f32(ws * d[t]);
@@ -79,12 +72,52 @@ void tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float* y, 
     for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + i] = hsum(lo[i][t], hi[i][t]);
 }
 
+// INT4_G32: group g of rows r0 + i times tokens [t0, t0 + T).
+template <class Dot, int R, int T>
+void int4_tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float* y, int64_t ldy) {
+  const uint8_t* wd = static_cast<const uint8_t*>(W.data);
+  const uint16_t* wscale = static_cast<const uint16_t*>(W.scale);
+  float32x4_t acc[2][R][T];  // [g % 2]: lanes 0-3, 4-7
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < R; ++i)
+      for (int t = 0; t < T; ++t) acc[h][i][t] = vdupq_n_f32(0.0f);
+  for (int64_t g = 0; g < xq.groups; ++g) {
+    const int64_t p = g / 2, h = g % 2;
+    int8x16_t xe[T], xo[T];
+    int32x4_t npc[T];
+    float d[T];
+    for (int t = 0; t < T; ++t) {
+      xe[t] = vld1q_s8(xq.pair_e(t0 + t) + 32 * p + 16 * h);
+      xo[t] = vld1q_s8(xq.pair_o(t0 + t) + 32 * p + 16 * h);
+      npc[t] = vnegq_s32(vld1q_s32(xq.pair_c(t0 + t) + 8 * p + 4 * h));
+      d[t] = xq.row_d(t0 + t)[g];
+    }
+    for (int i = 0; i < R; ++i) {
+      const uint8x16_t b = vld1q_u8(wd + ((r0 + i) * W.cols + g * kQ8Group) / 2);
+      const int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(0x0F)));
+      const int8x16_t hi = vreinterpretq_s8_u8(vshrq_n_u8(b, 4));
+      const float ws = bf16_value(wscale[(r0 + i) * W.scale_cols + g]);
+      for (int t = 0; t < T; ++t) {
+        const int32x4_t isum = Dot::sum8(npc[t], lo, xe[t], hi, xo[t]);
+        acc[h][i][t] = vfmaq_f32(acc[h][i][t], vcvtq_f32_s32(isum), vdupq_n_f32(ws * d[t]));
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + i] = hsum(acc[0][i][t], acc[1][i][t]);
+}
+
 template <class Dot, MatFormat F>
 void rows_q8(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1) {
   auto all_tokens = [&]<int R>(int64_t r) {
     int64_t t = 0;
-    for (; t + 2 <= xq.n; t += 2) tile<Dot, F, R, 2>(W, xq, r, t, y, ldy);
-    if (t < xq.n) tile<Dot, F, R, 1>(W, xq, r, t, y, ldy);
+    if constexpr (F == MatFormat::INT8_G32) {
+      for (; t + 2 <= xq.n; t += 2) tile<Dot, R, 2>(W, xq, r, t, y, ldy);
+      if (t < xq.n) tile<Dot, R, 1>(W, xq, r, t, y, ldy);
+    } else {
+      for (; t + 2 <= xq.n; t += 2) int4_tile<Dot, R, 2>(W, xq, r, t, y, ldy);
+      if (t < xq.n) int4_tile<Dot, R, 1>(W, xq, r, t, y, ldy);
+    }
   };
   int64_t r = r0;
   for (; r + 4 <= r1; r += 4) all_tokens.template operator()<4>(r);

@@ -2,6 +2,8 @@
 // as scalar code (it is also the reference every ISA is compared with). The
 // lane sums are exact integers, so only the float steps below fix the bits:
 // the group scale product, one fma per lane and group, the fixed final tree.
+// It reads the activations in column order (q, d), not INT4's pair layout,
+// so the ISA kernels' pair reads are checked against the definition.
 #include <algorithm>
 #include <cmath>
 
@@ -34,10 +36,19 @@ void row_tokens(const QMatrix& W, const Q8Rows& xq, int64_t r, int64_t t0, int64
     for (int64_t t = 0; t < tt; ++t) {
       const int8_t* q = xq.row_q(t0 + t) + g * kQ8Group;
       const float s = ws * xq.row_d(t0 + t)[g];
-      for (int k = 0; k < 8; ++k) {
-        int32_t isum = 0;
-        for (int j = 0; j < 4; ++j) isum += w[4 * k + j] * int32_t(q[4 * k + j]);
-        acc[t][k] = std::fma(float(isum), s, acc[t][k]);
+      if constexpr (F == MatFormat::INT8_G32) {
+        for (int k = 0; k < 8; ++k) {  // lane k: columns 4k..4k+3
+          int32_t isum = 0;
+          for (int j = 0; j < 4; ++j) isum += w[4 * k + j] * int32_t(q[4 * k + j]);
+          acc[t][k] = std::fma(float(isum), s, acc[t][k]);
+        }
+      } else {
+        for (int j = 0; j < 4; ++j) {  // lane 4 (g % 2) + j: columns 8j..8j+7
+          int32_t isum = 0;
+          for (int c = 0; c < 8; ++c) isum += w[8 * j + c] * int32_t(q[8 * j + c]);
+          float& a = acc[t][4 * (g % 2) + j];
+          a = std::fma(float(isum), s, a);
+        }
       }
     }
   }
