@@ -21,7 +21,7 @@ void check_q8(const QMatrix& W, const Q8Rows& xq) {
     throw Error("matmul_q8: activations have " + std::to_string(xq.cols) + " columns, weights " +
                 std::to_string(W.cols));
   if (W.format == MatFormat::INT4_G32 &&
-      (xq.pairs != (xq.groups + 1) / 2 || xq.pe.size() != size_t(xq.n * xq.pairs * 32)))
+      (xq.pairs != (xq.groups + 1) / 2 || xq.pair.size() != size_t(xq.n * xq.pairs)))
     throw Error("matmul_q8: INT4 weights need the activations' pair layout (quantize_q8 for INT4_G32)");
 }
 
@@ -57,28 +57,31 @@ void quantize_q8_ref(const float* x, int64_t n, int64_t cols, Q8Rows& out, MatFo
 // the O(n cols rows) product it serves).
 void q8_pair_layout(Q8Rows& xq) {
   xq.pairs = (xq.groups + 1) / 2;
-  const size_t pn = size_t(xq.n * xq.pairs);
-  xq.pe.assign(pn * 32, 0);
-  xq.po.assign(pn * 32, 0);
-  xq.pd.assign(pn * 8, 0.0f);
-  xq.pc.assign(pn * 8, 0);
+  xq.pair.resize(size_t(xq.n * xq.pairs));
   for (int64_t t = 0; t < xq.n; ++t) {
     const int8_t* q = xq.row_q(t);
     const float* d = xq.row_d(t);
-    for (int64_t g = 0; g < xq.groups; ++g) {
-      const int64_t p = g / 2, half = g % 2;
-      const size_t at = size_t((t * xq.pairs + p) * 32 + 16 * half);
+    Q8Pair* out = xq.pair.data() + t * xq.pairs;
+    for (int64_t g = 0; g < 2 * xq.pairs; ++g) {
+      Q8Pair& o = out[g / 2];
+      const int h = int(g % 2);
+      if (g == xq.groups) {  // the lone last group's missing partner
+        std::fill_n(o.e + 16, 16, int8_t(0));
+        std::fill_n(o.o + 16, 16, int8_t(0));
+        std::fill_n(o.c + 4, 4, 0);
+        std::fill_n(o.d + 4, 4, 0.0f);
+        break;
+      }
       const int8_t* qg = q + g * kQ8Group;
       for (int i = 0; i < 16; ++i) {
-        xq.pe[at + size_t(i)] = qg[2 * i];
-        xq.po[at + size_t(i)] = qg[2 * i + 1];
+        o.e[16 * h + i] = qg[2 * i];
+        o.o[16 * h + i] = qg[2 * i + 1];
       }
       for (int j = 0; j < 4; ++j) {
         int32_t sum = 0;
         for (int c = 0; c < 8; ++c) sum += qg[8 * j + c];
-        const size_t lane = size_t((t * xq.pairs + p) * 8 + 4 * half + j);
-        xq.pd[lane] = d[g];
-        xq.pc[lane] = 8 * sum;
+        o.c[4 * h + j] = 8 * sum;
+        o.d[4 * h + j] = d[g];
       }
     }
   }

@@ -41,29 +41,30 @@ namespace trillion {
 
 inline constexpr int64_t kQ8Group = 32;
 
+// One token's group pair p (2p, 2p + 1) in the order INT4_G32 kernels read
+// it (q8_pair_layout; a missing last group reads as zeros): 128 bytes, so
+// one pointer and fixed offsets reach all four parts.
+struct alignas(32) Q8Pair {
+  int8_t e[32];   // the even columns of group 2p (16 bytes), then those of 2p + 1
+  int8_t o[32];   // the odd columns likewise
+  int32_t c[8];   // 8 * the sum of q over lane k's 8 columns (for kernels that
+                  // multiply the stored nibble w + 8 and subtract it: the same sum)
+  float d[8];     // d_2p four times, then d_2p+1 four times (lane k's d)
+};
+static_assert(sizeof(Q8Pair) == 128);
+
 // Quantized activation rows: q [n, groups * 32] (row stride padded to whole
 // groups, padding 0) and d [n, groups]. For INT4 weights also the pair
-// layout (q8_pair_layout), per token and group pair p (pairs = ceil(groups / 2);
-// a missing last group reads as zeros):
-//   pe[32]: the even columns of group 2p (16 bytes), then those of 2p + 1
-//   po[32]: the odd columns likewise
-//   pd[8]:  d_2p four times, then d_2p+1 four times (lane k's d)
-//   pc[8]:  8 * the sum of q over lane k's 8 columns (for kernels that
-//           multiply the stored nibble w + 8 and subtract it: the same sum)
+// layout: pair [n, pairs], pairs = ceil(groups / 2).
 struct Q8Rows {
   int64_t n = 0, cols = 0, groups = 0;
   std::vector<int8_t> q;
   std::vector<float> d;
-  int64_t pairs = 0;  // 0 until q8_pair_layout fills the arrays below
-  std::vector<int8_t> pe, po;
-  std::vector<float> pd;
-  std::vector<int32_t> pc;
+  int64_t pairs = 0;  // 0 until q8_pair_layout fills `pair`
+  std::vector<Q8Pair> pair;
   const int8_t* row_q(int64_t t) const { return q.data() + t * groups * kQ8Group; }
   const float* row_d(int64_t t) const { return d.data() + t * groups; }
-  const int8_t* pair_e(int64_t t) const { return pe.data() + t * pairs * 32; }
-  const int8_t* pair_o(int64_t t) const { return po.data() + t * pairs * 32; }
-  const float* pair_d(int64_t t) const { return pd.data() + t * pairs * 8; }
-  const int32_t* pair_c(int64_t t) const { return pc.data() + t * pairs * 8; }
+  const Q8Pair* row_pairs(int64_t t) const { return pair.data() + t * pairs; }
 };
 
 // Whether the integer path takes this weight format (INT8_G32, INT4_G32).

@@ -113,7 +113,8 @@ int64_t share_bytes(const ModelConfig& cfg, const Manifest& manifest, const Rank
 }
 
 namespace {
-// store/int8_source.hpp: every FP8 linear weight but kv_b_proj, as int8 + a bf16 scale per 32 columns.
+// store/int8_source.hpp: every FP8 linear weight but kv_b_proj, and a BF16
+// lm_head, as int8 + a bf16 scale per 32 columns.
 template <class Holds>
 int64_t int8_copy_bytes(const Manifest& manifest, Holds holds) {
   auto ends_with = [](const std::string& s, const std::string& tail) {
@@ -121,8 +122,9 @@ int64_t int8_copy_bytes(const Manifest& manifest, Holds holds) {
   };
   int64_t b = 0;
   for (const TensorInfo& t : manifest.tensors())
-    if (t.dtype == DType::F8_E4M3 && t.shape.size() == 2 && ends_with(t.name, ".weight") &&
-        !ends_with(t.name, "kv_b_proj.weight") && holds(t.name))
+    if (((t.dtype == DType::F8_E4M3 && ends_with(t.name, ".weight") && !ends_with(t.name, "kv_b_proj.weight")) ||
+         (t.dtype == DType::BF16 && t.name == "lm_head.weight")) &&
+        t.shape.size() == 2 && holds(t.name))
       b += t.shape[0] * t.shape[1] + t.shape[0] * ((t.shape[1] + 31) / 32) * 2;
   return b;
 }

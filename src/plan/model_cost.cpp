@@ -35,9 +35,11 @@ MatrixCost matrix(const Manifest& man, const std::string& prefix, Activations ac
     if (const TensorInfo* t = man.find_tensor(prefix + s)) m.bytes += int64_t(t->nbytes);
   // model/linear.hpp: int8 runs INT8/INT4 on the integer-dot kernels and FP8
   // on an int8 copy (int8 + a bf16 scale per 32 columns; kv_b_proj excepted,
-  // it is used per head on the exact path); BF16 stays float.
+  // it is used per head on the exact path; an FP8 model's BF16 lm_head
+  // included, store/int8_source.hpp); other BF16 stays float.
   const bool int8 = act == Activations::int8 && !exact;
-  if (int8 && format == "fp8") {
+  const bool fp8_head = prefix == "lm_head" && format == "bf16" && man.weight_format == WeightFormat::fp8_block;
+  if (int8 && (format == "fp8" || fp8_head)) {
     format = "int8";
     m.bytes = m.rows * m.cols + m.rows * ((m.cols + 31) / 32) * 2;
   }

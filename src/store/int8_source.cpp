@@ -20,6 +20,9 @@ std::string prefix_of(const std::string& name, const std::string& suffix) {
 Int8FromFp8Source::Int8FromFp8Source(TensorSource& inner, ThreadPool* pool) : inner_(inner), pool_(pool) {}
 
 bool Int8FromFp8Source::converts(const std::string& prefix) const {
+  if (prefix == "lm_head")  // DeepSeek ships it unscaled BF16 (checked when it is requantized)
+    return inner_.has("lm_head.weight") && !inner_.has("lm_head.weight_scale") &&
+           !inner_.has("lm_head.weight_scale_inv") && !inner_.has("lm_head.weight_packed");
   return !prefix.empty() && !ends_with(prefix, "kv_b_proj") && inner_.has(prefix + ".weight") &&
          inner_.has(prefix + ".weight_scale_inv");
 }
@@ -34,6 +37,13 @@ const QuantizedMatrix& Int8FromFp8Source::requantized(const std::string& prefix)
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = done_.find(prefix); it != done_.end()) return it->second;
   const TensorView w = inner_.tensor(prefix + ".weight");
+  if (prefix == "lm_head") {
+    if (w.dtype != DType::BF16 || w.shape.size() != 2)
+      throw FormatError("tensor 'lm_head.weight': the integer-dot path of an FP8 model requantizes a BF16 [vocab, "
+                        "hidden] lm_head; this one is not (run it with --activations f32)");
+    QuantizedMatrix q = quantize_matrix(WeightFormat::int8_group, prefix, w.as<uint16_t>(), w.shape[0], w.shape[1], pool_);
+    return done_.emplace(prefix, std::move(q)).first->second;
+  }
   const TensorView s = inner_.tensor(prefix + ".weight_scale_inv");
   if (w.dtype != DType::F8_E4M3 || w.shape.size() != 2 || s.dtype != DType::F32 || s.shape.size() != 2)
     throw FormatError("tensor '" + prefix + ".weight': expected F8_E4M3 [rows, cols] with F32 weight_scale_inv");

@@ -11,6 +11,10 @@
 //
 // kv_b_proj stays FP8: the absorbed attention uses its W_UK/W_UV blocks on
 // the exact float path (model/linear.hpp), as it does for every format.
+// lm_head, which DeepSeek ships in BF16, is quantized by the same rule
+// (quantize_matrix's int8_group), as `convert --quantize int8` quantizes
+// it: on the integer path an FP8 model then streams what an INT8 model
+// does (the bench model's BF16 head was a third of its batch-1 bytes).
 #pragma once
 #include <map>
 #include <mutex>
@@ -29,12 +33,13 @@ class Int8FromFp8Source : public TensorSource {
   // requantized tensors live as long as it does.
   Int8FromFp8Source(TensorSource& inner, ThreadPool* pool);
 
-  // P.weight of an FP8 linear layer P is an I8 tensor, P.weight_scale its
-  // BF16 scales and P.weight_scale_inv is gone; everything else is inner's.
+  // P.weight of an FP8 linear layer P (and of a BF16 lm_head) is an I8
+  // tensor, P.weight_scale its BF16 scales and P.weight_scale_inv is gone;
+  // everything else is inner's.
   bool has(const std::string& name) const override;
   TensorView tensor(const std::string& name) override;
 
-  QuantStats stats() const;  // of every matrix requantized so far, against its FP8 values
+  QuantStats stats() const;  // of every matrix requantized so far, against its FP8 (lm_head: BF16) values
 
  private:
   bool converts(const std::string& prefix) const;

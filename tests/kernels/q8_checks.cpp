@@ -47,20 +47,20 @@ void check_pair_layout(Checker& check) {
   const std::vector<float> x = random_floats(3 * 160, 31, -9.0f, 9.0f);  // 5 groups: 2 pairs and a lone group
   Q8Rows q;
   quantize_q8_ref(x.data(), 3, 160, q, MatFormat::INT4_G32);
-  bool ok = q.pairs == 3 && q.pe.size() == 3 * 3 * 32 && q.pc.size() == 3 * 3 * 8;
+  bool ok = q.pairs == 3 && q.pair.size() == 3 * 3;
   for (int64_t t = 0; ok && t < 3; ++t)
     for (int64_t p = 0; p < 3; ++p)
       for (int64_t h = 0; h < 2; ++h) {
         const int64_t g = 2 * p + h;
         for (int64_t i = 0; i < 16; ++i) {
           const int8_t e = g < 5 ? q.row_q(t)[g * 32 + 2 * i] : 0, o = g < 5 ? q.row_q(t)[g * 32 + 2 * i + 1] : 0;
-          ok = ok && q.pair_e(t)[32 * p + 16 * h + i] == e && q.pair_o(t)[32 * p + 16 * h + i] == o;
+          ok = ok && q.row_pairs(t)[p].e[16 * h + i] == e && q.row_pairs(t)[p].o[16 * h + i] == o;
         }
         for (int64_t j = 0; j < 4; ++j) {
           int32_t sum = 0;
           for (int64_t c = 0; c < 8 && g < 5; ++c) sum += q.row_q(t)[g * 32 + 8 * j + c];
           const float d = g < 5 ? q.row_d(t)[g] : 0.0f;
-          ok = ok && q.pair_c(t)[8 * p + 4 * h + j] == 8 * sum && q.pair_d(t)[8 * p + 4 * h + j] == d;
+          ok = ok && q.row_pairs(t)[p].c[4 * h + j] == 8 * sum && q.row_pairs(t)[p].d[4 * h + j] == d;
         }
       }
   check(ok, "pair layout by its definition");

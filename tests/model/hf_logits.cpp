@@ -64,10 +64,10 @@ int main(int argc, char** argv) try {
   ThreadPool pool(argc > 4 ? std::atoi(argv[4]) : 0);
   const LayerRange all{0, cfg.num_hidden_layers, true, true};
   const Activations act = argc > 5 ? parse_activations(argv[5]) : Activations::f32;  // the compute path
-  // As the engine does: on the integer path FP8 linears run as int8 groups
-  // (a checkpoint without FP8 weights passes through unchanged).
+  // As the engine does (app/cluster.cpp): on the integer path an FP8 model's
+  // linears and its BF16 lm_head run as int8 groups.
   Int8FromFp8Source int8(hf, &pool);
-  TensorSource& source = act == Activations::int8 ? static_cast<TensorSource&>(int8) : hf;
+  TensorSource& source = requantizes_fp8(act, cfg.weight_format) ? static_cast<TensorSource&>(int8) : hf;
   Transformer model(cfg, all, source, pool, nullptr, act);
   int32_t max_len = 1;
   for (const auto& r : reqs) max_len = std::max<int32_t>(max_len, int32_t(r.tokens.size()));

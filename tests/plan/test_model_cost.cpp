@@ -45,6 +45,9 @@ BOOST_AUTO_TEST_CASE(deepseek_v3_fp8_bytes_per_token) {
   BOOST_TEST(q.layers[5].expert[0].bytes == 2048 * 7168 + 2048 * 224 * 2);
   BOOST_TEST(q.layers[5].expert[0].kernel == "int8/int8");
   BOOST_TEST(q.layers[5].attention[3].kernel == "fp8/f32");  // kv_b_proj
+  // DeepSeek's BF16 lm_head is quantized with the linears (store/int8_source.hpp).
+  BOOST_TEST(q.lm_head.kernel == "int8/int8");
+  BOOST_TEST(q.lm_head.bytes == int64_t(129280) * 7168 + int64_t(129280) * 224 * 2);
 }
 
 BOOST_AUTO_TEST_CASE(kimi_k2_thinking_int4_bytes_per_token) {

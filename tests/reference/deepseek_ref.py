@@ -347,6 +347,10 @@ class CheckpointWeights:
         self.fp8_block = tuple(q.get("weight_block_size", (128, 128)))
         self.int4_group = 32
         self.int8_group = 32
+        # DeepSeek's FP8 (or convert --quantize fp8): on the integer path the
+        # engine requantizes its FP8 linears and a BF16 lm_head to int8 groups.
+        self.fp8_model = q.get("quant_method") == "fp8" or (
+            q.get("quant_method") == "trillion" and q.get("weight_format") == "fp8")
         if q.get("quant_method") == "trillion" and "group_size" in q:  # convert --quantize int8/int4
             self.int4_group = self.int8_group = int(q["group_size"])
         for g in (q.get("config_groups") or {}).values():
@@ -388,6 +392,9 @@ class CheckpointWeights:
                 self.integer.add(prefix)
         else:
             w = c.float64(prefix + ".weight")
+            if self.int8_activations and self.fp8_model and prefix == "lm_head":
+                w = requantize_int8_groups(w, self.int8_group)
+                self.integer.add(prefix)
         self.cache[prefix] = w
         return w
 

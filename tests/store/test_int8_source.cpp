@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "common/numeric.hpp"
+#include "common/error.hpp"
+#include "expect_error.hpp"
 #include "model/memory_source.hpp"
 #include "store/int8_source.hpp"
 
@@ -80,4 +82,31 @@ BOOST_AUTO_TEST_CASE(source_shows_fp8_linears_as_int8_and_keeps_kv_b) {
   BOOST_TEST(!src.has("layers.0.self_attn.kv_b_proj.weight_scale"));
   BOOST_TEST(int(src.tensor("layers.0.mlp.gate.weight").dtype) == int(DType::BF16));
   BOOST_TEST(src.stats().matrices == 1);
+}
+
+// DeepSeek's BF16 lm_head becomes int8 groups by convert --quantize int8's
+// rule; by hand: a row of 40 values 3.0 has absmax 3, s = the smallest bf16
+// >= 3/127 (0x3cc2 = 0.023681640625: m = 0.7559.. -> ceil(m 2^8) = 194, 2^-5 * 194/256),
+// q = rint(3 / s) = 127 (126.68); the 8 columns of the second group, 1.0:
+// s = smallest bf16 >= 1/127 = 0x3c02 (0.0079345703125), q = rint(126.03) = 126.
+BOOST_AUTO_TEST_CASE(source_quantizes_a_bf16_lm_head) {
+  MemoryTensorSource inner;
+  std::vector<uint16_t> head(2 * 40, 0x4040);  // 3.0
+  for (int c = 32; c < 40; ++c) head[size_t(c)] = 0x3f80;  // row 0, second group: 1.0
+  inner.add("lm_head.weight", DType::BF16, {2, 40}, head.data());
+  Int8FromFp8Source src(inner, nullptr);
+  BOOST_TEST(src.has("lm_head.weight_scale"));
+  const TensorView w = src.tensor("lm_head.weight");
+  BOOST_TEST(int(w.dtype) == int(DType::I8));
+  const TensorView s = src.tensor("lm_head.weight_scale");
+  BOOST_TEST((s.shape == std::vector<int64_t>{2, 2}));
+  BOOST_TEST(s.as<uint16_t>()[0] == 0x3cc2);
+  BOOST_TEST(w.as<int8_t>()[0] == 127);
+  BOOST_TEST(s.as<uint16_t>()[1] == 0x3c02);
+  BOOST_TEST(w.as<int8_t>()[32] == 126);
+  MemoryTensorSource f32;
+  const std::vector<float> head32(2 * 40, 3.0f);
+  f32.add("lm_head.weight", DType::F32, {2, 40}, head32.data());
+  Int8FromFp8Source other(f32, nullptr);
+  trillion::test::expect_error<trillion::FormatError>([&] { other.tensor("lm_head.weight"); }, {"lm_head.weight", "BF16", "--activations f32"});
 }

@@ -87,13 +87,14 @@ void int4_tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float
     int32x4_t npc[T];
     float d[T];
     for (int t = 0; t < T; ++t) {
-      xe[t] = vld1q_s8(xq.pair_e(t0 + t) + 32 * p + 16 * h);
-      xo[t] = vld1q_s8(xq.pair_o(t0 + t) + 32 * p + 16 * h);
-      npc[t] = vnegq_s32(vld1q_s32(xq.pair_c(t0 + t) + 8 * p + 4 * h));
+      const Q8Pair& x = xq.row_pairs(t0 + t)[p];
+      xe[t] = vld1q_s8(x.e + 16 * h);
+      xo[t] = vld1q_s8(x.o + 16 * h);
+      npc[t] = vnegq_s32(vld1q_s32(x.c + 4 * h));
       d[t] = xq.row_d(t0 + t)[g];
     }
     for (int i = 0; i < R; ++i) {
-      const uint8x16_t b = vld1q_u8(wd + ((r0 + i) * W.cols + g * kQ8Group) / 2);
+      const uint8x16_t b = vld1q_u8(wd + (r0 + i) * (W.cols / 2) + 16 * g);
       const int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(0x0F)));
       const int8x16_t hi = vreinterpretq_s8_u8(vshrq_n_u8(b, 4));
       const float ws = bf16_value(wscale[(r0 + i) * W.scale_cols + g]);

@@ -75,21 +75,21 @@ void tile(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int64_t 
     for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + yr0 + i * yrs] = hsum(acc[i][t]);  // avx2_formats.hpp: the definition's tree
 }
 
-// INT4_G32 pair p of row r into T <= 2 tokens' accumulators a0, a1; `lone`:
-// the pair is only group 2p (16 bytes, never read past the row; its lanes
-// 4..7 kept as they are, as the definition says).
+// One INT4_G32 pair of one row (its 32 bytes at w, its two scales at sc)
+// times T <= 2 tokens' pair records x0, x1, into accumulators a0, a1.
+// `lone`: the pair is only group 2p (16 bytes, never read past the row; its
+// lanes 4..7 kept as they are, as the definition says).
 template <int T, bool lone>
-inline void int4_pair(const QMatrix& W, const Q8Rows& xq, int64_t r, int64_t p, int64_t t0, __m256& a0, __m256& a1) {
-  const uint8_t* wd = static_cast<const uint8_t*>(W.data) + (r * W.cols + 64 * p) / 2;
-  const uint16_t* sc = static_cast<const uint16_t*>(W.scale) + r * W.scale_cols + 2 * p;
+inline void int4_pair(const uint8_t* w, const uint16_t* sc, const Q8Pair* x0, const Q8Pair* x1, __m256& a0,
+                      __m256& a1) {
   const __m256i nib = _mm256_set1_epi8(0x0F);
   __m256i b;
   __m256 ws;
   if constexpr (lone) {
-    b = _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wd)));
+    b = _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
     ws = _mm256_set1_ps(bf16_value(sc[0]));
   } else {
-    b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wd));
+    b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
     // Two bf16 scales (groups 2p, 2p + 1) in one int32, broadcast: lanes 0-3
     // take the low half shifted up, lanes 4-7 the high half in place, both
     // masked to a float.
@@ -100,35 +100,43 @@ inline void int4_pair(const QMatrix& W, const Q8Rows& xq, int64_t r, int64_t p, 
                                               _mm256_set1_epi32(int32_t(0xFFFF0000u))));
   }
   const __m256i lo = _mm256_and_si256(b, nib), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), nib);
-  auto token = [&](int64_t t, __m256& acc) {
-    const __m256i xe = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.pair_e(t) + 32 * p));
-    const __m256i xo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.pair_o(t) + 32 * p));
-    const __m256i pc = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.pair_c(t) + 8 * p));
-    const __m256 d = _mm256_loadu_ps(xq.pair_d(t) + 8 * p);
+  auto token = [&](const Q8Pair* x, __m256& acc) {
+    const __m256i xe = _mm256_load_si256(reinterpret_cast<const __m256i*>(x->e));
+    const __m256i xo = _mm256_load_si256(reinterpret_cast<const __m256i*>(x->o));
+    const __m256i pc = _mm256_load_si256(reinterpret_cast<const __m256i*>(x->c));
+    const __m256 d = _mm256_load_ps(x->d);
     const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xe), _mm256_maddubs_epi16(hi, xo));
     const __m256i isum = _mm256_sub_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), pc);
     const __m256 next = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(ws, d), acc);
     acc = lone ? _mm256_blend_ps(next, acc, 0xF0) : next;
   };
-  token(t0, a0);
-  if constexpr (T == 2) token(t0 + 1, a1);
+  token(x0, a0);
+  if constexpr (T == 2) token(x1, a1);
 }
 
 // INT4_G32, rows wr0 + i wrs (i < R, R = 1 or 4) times tokens [t0, t0 + T).
+// Row and token base pointers are set once, so the loop only steps them.
 // Named accumulators: GCC keeps an array of them on the stack. (At 4 x 2 it
-// spills most of them anyway, as memory operands of the fma; two 2 x 2 tiles
+// spills some anyway, as memory operands of the fma; two 2 x 2 tiles
 // instead, with none spilled, measured no faster.)
 template <int R, int T>
 void int4_tile(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int64_t t0, float* y, int64_t ldy,
                int64_t yr0, int64_t yrs) {
   static_assert(R == 1 || R == 4);
+  const int64_t wstep = wrs * (W.cols / 2), sstep = wrs * W.scale_cols;  // bytes, scales from one tile row to the next
+  const uint8_t* w = static_cast<const uint8_t*>(W.data) + wr0 * (W.cols / 2);
+  const uint16_t* sc = static_cast<const uint16_t*>(W.scale) + wr0 * W.scale_cols;
+  const Q8Pair* x0 = xq.row_pairs(t0);
+  const Q8Pair* x1 = T == 2 ? xq.row_pairs(t0 + 1) : x0;
   __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
   auto pair = [&]<bool lone>(int64_t p) {
-    int4_pair<T, lone>(W, xq, wr0, p, t0, a00, a01);
+    const uint8_t* wp = w + 32 * p;
+    const uint16_t* sp = sc + 2 * p;
+    int4_pair<T, lone>(wp, sp, x0 + p, x1 + p, a00, a01);
     if constexpr (R == 4) {
-      int4_pair<T, lone>(W, xq, wr0 + wrs, p, t0, a10, a11);
-      int4_pair<T, lone>(W, xq, wr0 + 2 * wrs, p, t0, a20, a21);
-      int4_pair<T, lone>(W, xq, wr0 + 3 * wrs, p, t0, a30, a31);
+      int4_pair<T, lone>(wp + wstep, sp + sstep, x0 + p, x1 + p, a10, a11);
+      int4_pair<T, lone>(wp + 2 * wstep, sp + 2 * sstep, x0 + p, x1 + p, a20, a21);
+      int4_pair<T, lone>(wp + 3 * wstep, sp + 3 * sstep, x0 + p, x1 + p, a30, a31);
     }
   };
   const int64_t whole = xq.groups / 2;
