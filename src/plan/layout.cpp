@@ -3,6 +3,7 @@
 #include <set>
 
 #include "common/error.hpp"
+#include "store/int8_source.hpp"
 #include "store/manifest.hpp"
 
 namespace trillion {
@@ -113,19 +114,13 @@ int64_t share_bytes(const ModelConfig& cfg, const Manifest& manifest, const Rank
 }
 
 namespace {
-// store/int8_source.hpp: every FP8 linear weight but kv_b_proj, and a BF16
-// lm_head, as int8 + a bf16 scale per 32 columns.
+// The int8 copy (store/int8_source.hpp int8_copy_holds) of the weights `holds` accepts.
 template <class Holds>
 int64_t int8_copy_bytes(const Manifest& manifest, Holds holds) {
-  auto ends_with = [](const std::string& s, const std::string& tail) {
-    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-  };
   int64_t b = 0;
   for (const TensorInfo& t : manifest.tensors())
-    if (((t.dtype == DType::F8_E4M3 && ends_with(t.name, ".weight") && !ends_with(t.name, "kv_b_proj.weight")) ||
-         (t.dtype == DType::BF16 && t.name == "lm_head.weight")) &&
-        t.shape.size() == 2 && holds(t.name))
-      b += t.shape[0] * t.shape[1] + t.shape[0] * ((t.shape[1] + 31) / 32) * 2;
+    if (int8_copy_holds(t.name, t.dtype) && t.shape.size() == 2 && holds(t.name))
+      b += int64_t(quantized_bytes(WeightFormat::int8_group, t.shape[0], t.shape[1]));
   return b;
 }
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "common/error.hpp"
 #include "format/hf_tensors.hpp"
+#include "store/int8_source.hpp"
 #include "store/manifest.hpp"
 
 namespace trillion {
@@ -33,15 +34,14 @@ MatrixCost matrix(const Manifest& man, const std::string& prefix, Activations ac
   m.bytes = int64_t(w->nbytes);
   for (const char* s : {".weight_scale_inv", ".weight_scale"})
     if (const TensorInfo* t = man.find_tensor(prefix + s)) m.bytes += int64_t(t->nbytes);
-  // model/linear.hpp: int8 runs INT8/INT4 on the integer-dot kernels and FP8
-  // on an int8 copy (int8 + a bf16 scale per 32 columns; kv_b_proj excepted,
-  // it is used per head on the exact path; an FP8 model's BF16 lm_head
-  // included, store/int8_source.hpp); other BF16 stays float.
+  // model/linear.hpp: int8 runs INT8/INT4 on the integer-dot kernels, and an
+  // FP8 model's linears on its int8 copy (store/int8_source.hpp
+  // int8_copy_holds: kv_b_proj excepted, it is used per head on the exact
+  // path; the BF16 lm_head included); other BF16 stays float.
   const bool int8 = act == Activations::int8 && !exact;
-  const bool fp8_head = prefix == "lm_head" && format == "bf16" && man.weight_format == WeightFormat::fp8_block;
-  if (int8 && (format == "fp8" || fp8_head)) {
+  if (int8 && man.weight_format == WeightFormat::fp8_block && int8_copy_holds(w->name, w->dtype)) {
     format = "int8";
-    m.bytes = m.rows * m.cols + m.rows * ((m.cols + 31) / 32) * 2;
+    m.bytes = int64_t(quantized_bytes(WeightFormat::int8_group, m.rows, m.cols));
   }
   m.kernel = format + "/" + (int8 && (format == "int8" || format == "int4") ? "int8" : "f32");
   return m;

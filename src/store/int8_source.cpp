@@ -17,14 +17,21 @@ std::string prefix_of(const std::string& name, const std::string& suffix) {
 
 }  // namespace
 
+bool int8_copy_holds(const std::string& name, DType dtype) {
+  if (dtype == DType::BF16) return name == "lm_head.weight";
+  return dtype == DType::F8_E4M3 && ends_with(name, ".weight") && !ends_with(name, "kv_b_proj.weight");
+}
+
 Int8FromFp8Source::Int8FromFp8Source(TensorSource& inner, ThreadPool* pool) : inner_(inner), pool_(pool) {}
 
+// int8_copy_holds by names alone (a TensorSource tells no dtype without
+// fetching the tensor): an FP8 weight is one with weight_scale_inv, the BF16
+// lm_head one with no scale at all (its dtype is checked when it is requantized).
 bool Int8FromFp8Source::converts(const std::string& prefix) const {
-  if (prefix == "lm_head")  // DeepSeek ships it unscaled BF16 (checked when it is requantized)
-    return inner_.has("lm_head.weight") && !inner_.has("lm_head.weight_scale") &&
-           !inner_.has("lm_head.weight_scale_inv") && !inner_.has("lm_head.weight_packed");
-  return !prefix.empty() && !ends_with(prefix, "kv_b_proj") && inner_.has(prefix + ".weight") &&
-         inner_.has(prefix + ".weight_scale_inv");
+  if (prefix.empty() || !inner_.has(prefix + ".weight")) return false;
+  if (inner_.has(prefix + ".weight_scale_inv")) return int8_copy_holds(prefix + ".weight", DType::F8_E4M3);
+  return !inner_.has(prefix + ".weight_scale") && !inner_.has(prefix + ".weight_packed") &&
+         int8_copy_holds(prefix + ".weight", DType::BF16);
 }
 
 bool Int8FromFp8Source::has(const std::string& name) const {

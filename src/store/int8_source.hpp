@@ -27,6 +27,13 @@ namespace trillion {
 
 class ThreadPool;
 
+// Whether an FP8 model's integer path holds the weight tensor `name`
+// ("P.weight") of dtype `dtype` as int8 groups: every FP8 linear but
+// kv_b_proj, and a BF16 lm_head. The one rule: this source converts by it,
+// and plan counts the copy (quantized_bytes(int8_group, ...)) and the
+// bytes a step reads by it.
+bool int8_copy_holds(const std::string& name, DType dtype);
+
 class Int8FromFp8Source : public TensorSource {
  public:
   // `inner` (and `pool`, which may be null) must outlive this source; the
