@@ -13,17 +13,17 @@ KernelIsa choose_isa() {
   const char* env = std::getenv("TRILLION_ISA");
   const std::string want = env ? env : "";
   if (want.empty() || want == "best") {
-    for (KernelIsa isa : {KernelIsa::avx2, KernelIsa::neon})
+    for (KernelIsa isa : kAllKernelIsas)
       if (kernel_isa_available(isa)) return isa;
     return KernelIsa::portable;
   }
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon}) {
+  for (KernelIsa isa : kAllKernelIsas) {
     if (want != to_string(isa)) continue;
     if (!kernel_isa_available(isa))
       throw Error("TRILLION_ISA=" + want + ": not available on this CPU or build");
     return isa;
   }
-  throw Error("TRILLION_ISA='" + want + "': expected portable, avx2, neon or best");
+  throw Error("TRILLION_ISA='" + want + "': expected portable, avx2, avx2-vnni, avx512, neon or best");
 }
 
 }  // namespace
@@ -32,6 +32,8 @@ const char* to_string(KernelIsa isa) {
   switch (isa) {
     case KernelIsa::portable: return "portable";
     case KernelIsa::avx2: return "avx2";
+    case KernelIsa::avx2_vnni: return "avx2-vnni";
+    case KernelIsa::avx512: return "avx512";
     case KernelIsa::neon: return "neon";
   }
   return "?";
@@ -41,6 +43,10 @@ bool kernel_isa_available(KernelIsa isa) {
   switch (isa) {
     case KernelIsa::portable: return true;
     case KernelIsa::avx2: return avx2_kernel_table() != nullptr && cpu_has_avx2_fma_f16c();
+    case KernelIsa::avx2_vnni:
+      return avx2_vnni_kernel_table() != nullptr && cpu_has_avx2_fma_f16c() && cpu_has_avx_vnni();
+    case KernelIsa::avx512:
+      return avx512_kernel_table() != nullptr && cpu_has_avx2_fma_f16c() && cpu_has_avx512_vnni();
     case KernelIsa::neon: return neon_kernel_table() != nullptr && cpu_has_neon();
   }
   return false;
@@ -55,6 +61,8 @@ const KernelTable& kernel_table(KernelIsa isa) {
   if (!kernel_isa_available(isa)) throw Error(std::string("kernel path ") + to_string(isa) + " is not available");
   switch (isa) {
     case KernelIsa::avx2: return *avx2_kernel_table();
+    case KernelIsa::avx2_vnni: return *avx2_vnni_kernel_table();
+    case KernelIsa::avx512: return *avx512_kernel_table();
     case KernelIsa::neon: return *neon_kernel_table();
     case KernelIsa::portable: break;
   }

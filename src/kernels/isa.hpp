@@ -1,7 +1,8 @@
 // Which instruction-set path the kernels use. Chosen once per process (the
-// best the CPU has, or TRILLION_ISA=portable|avx2|neon) and never changed, so a
+// best the CPU has, or TRILLION_ISA=portable|avx2|avx2-vnni|avx512|neon) and never changed, so a
 // process computes every value the same way (DESIGN: determinism).
 #pragma once
+#include <array>
 #include <cstdint>
 
 namespace trillion {
@@ -9,8 +10,14 @@ namespace trillion {
 enum class KernelIsa : uint8_t {
   portable,  // plain C++ with explicit 8-lane accumulators; every target
   avx2,      // x86-64 AVX2 + FMA + F16C
+  avx2_vnni, // avx2 with AVX-VNNI (vpdpbusd) for the integer-dot path; the rest is avx2's
+  avx512,    // avx2 with AVX-512 VNNI for the integer-dot path (two tokens per zmm); the rest is avx2's
   neon,      // arm64 Advanced SIMD (matmul; matmul_t, dot, axpy are the portable ones)
 };
+
+// Every path, in the order TRILLION_ISA=best prefers them (best first; portable last).
+inline constexpr std::array<KernelIsa, 5> kAllKernelIsas = {KernelIsa::avx512, KernelIsa::avx2_vnni, KernelIsa::avx2,
+                                                            KernelIsa::neon, KernelIsa::portable};
 
 const char* to_string(KernelIsa isa);
 

@@ -48,6 +48,12 @@ struct KernelTable {
 const KernelTable& portable_kernel_table();
 const KernelTable* avx2_kernel_table();  // null when not compiled in (non-x86 builds)
 bool cpu_has_avx2_fma_f16c();            // false on non-x86 builds
+// The AVX2 table with the integer-dot product on AVX-VNNI (null on non-x86 builds).
+const KernelTable* avx2_vnni_kernel_table();
+bool cpu_has_avx_vnni();                 // AVX-VNNI (VEX vpdpbusd) with OS YMM support; false on non-x86 builds
+// The AVX2 table with the integer-dot product on AVX-512 VNNI (null on non-x86 builds).
+const KernelTable* avx512_kernel_table();
+bool cpu_has_avx512_vnni();  // AVX-512 F, BW, DQ, VL, VNNI with OS ZMM support; false on non-x86 builds
 const KernelTable* neon_kernel_table();  // null when not compiled in (non-arm64 builds)
 bool cpu_has_neon();                     // false on non-arm64 builds
 

@@ -10,7 +10,7 @@
 namespace trillion::test {
 
 inline void report_skipped_isas() {
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon})
+  for (KernelIsa isa : kAllKernelIsas)
     if (!kernel_isa_available(isa))
       std::printf("SKIPPED: the %s kernel path (not built for this architecture or not supported by this CPU)\n",
                   to_string(isa));

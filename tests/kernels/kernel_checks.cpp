@@ -24,7 +24,7 @@ bool same_bits(const float* a, const float* b, size_t n) { return n == 0 || std:
 
 std::vector<KernelIsa> available_isas() {
   std::vector<KernelIsa> v;
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon})
+  for (KernelIsa isa : kAllKernelIsas)
     if (kernel_isa_available(isa)) v.push_back(isa);
   return v;
 }

@@ -80,7 +80,7 @@ BOOST_AUTO_TEST_CASE(softmax_matches_float64) {
 }
 
 BOOST_AUTO_TEST_CASE(dot_and_axpy_every_path) {
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon}) {
+  for (KernelIsa isa : kAllKernelIsas) {
     if (!kernel_isa_available(isa)) continue;
     const KernelTable& k = kernel_table(isa);
     for (int64_t n : {0, 1, 7, 8, 15, 16, 24, 64, 512, 517}) {
@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(dot_and_axpy_every_path) {
 // must be those, for every shape (tile edges: 2x3 dots, 4 rows x 24 columns),
 // stride and length (dot's 16/8/tail steps, axpy's vector and tail columns).
 BOOST_AUTO_TEST_CASE(dot_and_axpy_tiles_have_the_loops_bits) {
-  for (KernelIsa isa : {KernelIsa::portable, KernelIsa::avx2, KernelIsa::neon}) {
+  for (KernelIsa isa : kAllKernelIsas) {
     if (!kernel_isa_available(isa)) continue;
     const KernelTable& k = kernel_table(isa);
     for (int64_t n : {1, 8, 15, 16, 24, 40, 64, 517}) {

@@ -1,0 +1,174 @@
+// The integer-dot product with AVX-512 (F, BW, DQ, VL and VNNI: AMD Zen 4/5,
+// Intel Ice Lake and later servers) for two tokens and more: one zmm holds
+// the definition's 8 lanes of two tokens side by side (token t0 in the low
+// half, t0 + 1 in the high half), so every instruction of the product -
+// the exact integer lane sums, the conversion, the scale multiply and the
+// fma - serves two outputs. Each half performs exactly the operations of
+// matmul_q8.hpp's definition on its own token, so the bits are the AVX2
+// tiles'; a lone last token runs the AVX-VNNI tile (matmul_q8_tiles.hpp).
+// One token (decode at batch 1) is memory-bound and stays on that tile too.
+//
+// INT8_G32 without vpsignb (AVX-512 has none): the activations go in as
+// the unsigned operand q + 128 (q xor 0x80), so vpdpbusd gives
+// isum_k + 128 sum_{j<4} w[4k+j]; the correction 128 sum w is one vpdpbusd
+// of the row's group with bytes of 128, per row and group, shared by every
+// token of the tile. Exact int32 throughout: |sum| <= 4 * 255 * 128.
+// INT4_G32: the stored nibbles (w + 8) are the unsigned operand, as in the
+// AVX2 tile, less pc = 8 sum q per lane.
+//
+// The only file built with AVX-512 flags; runs only after the CPUID check
+// (cpu_has_avx512_vnni).
+//
+// GCC 12's avx512fintrin.h builds its insert and broadcast intrinsics on an
+// intentionally undefined vector, which -Wmaybe-uninitialized reports from
+// inside the header wherever they are inlined: silenced for this file only.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include "kernels/x86/matmul_q8_tiles.hpp"
+
+namespace trillion::avx2 {
+namespace {
+
+struct VnniDot {  // for the one-token tiles (VEX and EVEX encodings compute the same)
+  static __m256i int8_lanes(__m256i a, __m256i b) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b); }
+  static __m256i int4_lanes(__m256i lo, __m256i xe, __m256i hi, __m256i xo, __m256i pc) {
+    return _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, xe), hi, xo), pc);
+  }
+};
+
+// Two 256-bit rows of memory as the halves of one zmm.
+inline __m512i halves(const void* lo, const void* hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(lo))),
+                            _mm256_loadu_si256(static_cast<const __m256i*>(hi)), 1);
+}
+inline __m512 halves_ps(const float* lo, const float* hi) {
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(lo)), _mm256_loadu_ps(hi), 1);
+}
+// The definition's final tree of each half (hsum: avx2_formats.hpp).
+inline void store_halves(__m512 acc, float* y_lo, float* y_hi) {
+  *y_lo = hsum(_mm512_castps512_ps256(acc));
+  *y_hi = hsum(_mm512_extractf32x8_ps(acc, 1));
+}
+
+// INT8_G32: rows wr0 + i wrs (i < R) times tokens t0 .. t0 + 2P - 1 (P zmm token pairs).
+template <int R, int P>
+void int8_tile(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int64_t t0, float* y, int64_t ldy,
+               int64_t yr0, int64_t yrs) {
+  const uint16_t* wscale = static_cast<const uint16_t*>(W.scale);
+  const __m512i flip = _mm512_set1_epi8(int8_t(0x80));
+  __m512 acc[R][P];
+  for (int i = 0; i < R; ++i)
+    for (int p = 0; p < P; ++p) acc[i][p] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < xq.groups; ++g) {
+    __m512i u[P];  // q + 128 of tokens (2p, 2p + 1), as unsigned bytes
+    __m512 d[P];   // their d_g, 8 lanes each
+    for (int p = 0; p < P; ++p) {
+      const int64_t t = t0 + 2 * p;
+      u[p] = _mm512_xor_si512(halves(xq.row_q(t) + g * kQ8Group, xq.row_q(t + 1) + g * kQ8Group), flip);
+      d[p] = _mm512_insertf32x8(_mm512_set1_ps(xq.row_d(t)[g]), _mm256_set1_ps(xq.row_d(t + 1)[g]), 1);
+    }
+    for (int i = 0; i < R; ++i) {
+      const __m512i w = _mm512_broadcast_i64x4(load_group(W, wr0 + i * wrs, g));
+      const __m512i corr = _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, w);  // 128 sum w per lane
+      const __m512 ws = _mm512_set1_ps(bf16_value(wscale[(wr0 + i * wrs) * W.scale_cols + g]));
+      for (int p = 0; p < P; ++p) {
+        const __m512i isum = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u[p], w), corr);
+        acc[i][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(ws, d[p]), acc[i][p]);
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int p = 0; p < P; ++p)
+      store_halves(acc[i][p], &y[(t0 + 2 * p) * ldy + yr0 + i * yrs], &y[(t0 + 2 * p + 1) * ldy + yr0 + i * yrs]);
+}
+
+// INT4_G32: rows wr0 + i wrs (i < R) times tokens t0 .. t0 + 2P - 1. Pair p's
+// 32 bytes of a row are broadcast to both halves; `lone` as in int4_pair.
+template <int R, int P>
+void int4_tile512(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int64_t t0, float* y, int64_t ldy,
+                  int64_t yr0, int64_t yrs) {
+  const int64_t row_bytes = W.cols / 2;
+  const uint8_t* w = static_cast<const uint8_t*>(W.data) + wr0 * row_bytes;
+  const uint16_t* sc = static_cast<const uint16_t*>(W.scale) + wr0 * W.scale_cols;
+  const __m512i nib = _mm512_set1_epi8(0x0F);
+  const __m512i shift = _mm512_setr_epi32(16, 16, 16, 16, 0, 0, 0, 0, 16, 16, 16, 16, 0, 0, 0, 0);
+  const __m512i top = _mm512_set1_epi32(int32_t(0xFFFF0000u));
+  __m512 acc[R][P];
+  for (int i = 0; i < R; ++i)
+    for (int p = 0; p < P; ++p) acc[i][p] = _mm512_setzero_ps();
+  auto pair = [&]<bool lone>(int64_t q) {
+    __m512i xe[P], xo[P], pc[P];
+    __m512 d[P];
+    for (int p = 0; p < P; ++p) {
+      const Q8Pair* a = xq.row_pairs(t0 + 2 * p) + q;
+      const Q8Pair* b = xq.row_pairs(t0 + 2 * p + 1) + q;
+      xe[p] = halves(a->e, b->e);
+      xo[p] = halves(a->o, b->o);
+      pc[p] = halves(a->c, b->c);
+      d[p] = halves_ps(a->d, b->d);
+    }
+    for (int i = 0; i < R; ++i) {
+      const uint8_t* wp = w + i * wrs * row_bytes + 32 * q;
+      const uint16_t* sp = sc + i * wrs * W.scale_cols + 2 * q;
+      __m512i bytes;
+      __m512 ws;
+      if constexpr (lone) {
+        bytes = _mm512_broadcast_i64x4(_mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wp))));
+        ws = _mm512_set1_ps(bf16_value(sp[0]));
+      } else {
+        bytes = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp)));
+        uint32_t two;  // scales of groups 2q, 2q + 1: lanes 0-3 the low half shifted up, 4-7 the high one
+        std::memcpy(&two, sp, 4);
+        ws = _mm512_castsi512_ps(_mm512_and_si512(_mm512_sllv_epi32(_mm512_set1_epi32(int32_t(two)), shift), top));
+      }
+      const __m512i lo = _mm512_and_si512(bytes, nib), hi = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nib);
+      for (int p = 0; p < P; ++p) {
+        const __m512i isum =
+            _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xe[p]), hi, xo[p]), pc[p]);
+        const __m512 next = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(ws, d[p]), acc[i][p]);
+        acc[i][p] = lone ? _mm512_mask_blend_ps(__mmask16(0xF0F0), next, acc[i][p]) : next;
+      }
+    }
+  };
+  const int64_t whole = xq.groups / 2;
+  for (int64_t q = 0; q < whole; ++q) pair.template operator()<false>(q);
+  if (whole < xq.pairs) pair.template operator()<true>(whole);
+  for (int i = 0; i < R; ++i)
+    for (int p = 0; p < P; ++p)
+      store_halves(acc[i][p], &y[(t0 + 2 * p) * ldy + yr0 + i * yrs], &y[(t0 + 2 * p + 1) * ldy + yr0 + i * yrs]);
+}
+
+template <MatFormat F, int R>
+void rows_all_tokens512(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, float* y, int64_t ldy,
+                        int64_t yr0, int64_t yrs) {
+  int64_t t = 0;
+  if constexpr (F == MatFormat::INT8_G32) {
+    for (; t + 4 <= xq.n; t += 4) int8_tile<R, 2>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs);
+    if (t + 2 <= xq.n) int8_tile<R, 1>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs), t += 2;
+    if (t < xq.n) tile<VnniDot, R, 1>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs);
+  } else {
+    for (; t + 4 <= xq.n; t += 4) int4_tile512<R, 2>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs);
+    if (t + 2 <= xq.n) int4_tile512<R, 1>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs), t += 2;
+    if (t < xq.n) int4_tile<VnniDot, R, 1>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs);
+  }
+}
+
+// Rows [r0, r1) in tiles of 4 rows a quarter of the range apart, as matmul_rows_q8.
+template <MatFormat F>
+void rows512(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  const int64_t q = (r1 - r0) / 4;
+  for (int64_t k = 0; k < q; ++k) rows_all_tokens512<F, 4>(W, xq, r0 + k, q, y, ldy, r0 + k, q);
+  for (int64_t r = r0 + 4 * q; r < r1; ++r) rows_all_tokens512<F, 1>(W, xq, r, 1, y, ldy, r, 1);
+}
+
+}  // namespace
+
+void matmul_q8_rows_avx512(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  if (xq.n == 1) return matmul_q8_rows_with<VnniDot>(W, xq, y, ldy, r0, r1);
+  if (W.format == MatFormat::INT8_G32) rows512<MatFormat::INT8_G32>(W, xq, y, ldy, r0, r1);
+  else rows512<MatFormat::INT4_G32>(W, xq, y, ldy, r0, r1);
+}
+
+}  // namespace trillion::avx2
