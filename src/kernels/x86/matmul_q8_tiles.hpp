@@ -37,6 +37,15 @@
 namespace trillion::avx2 {
 namespace {
 
+// A software prefetch of the line at `a` one row on (row_bytes further): the
+// hardware prefetchers restart at every 4 KiB page, and a tile of 4 rows of
+// an expert's 2 KiB (INT8) or 1 KiB (INT4) rows crosses pages every few rows
+// (as matmul_avx2.cpp's prefetch_next_tile). An integer address: past the
+// matrix it is never dereferenced (prefetches do not fault).
+inline void prefetch_next_row(uintptr_t a, int64_t row_bytes) {
+  _mm_prefetch(reinterpret_cast<const char*>(a + uintptr_t(row_bytes)), _MM_HINT_T0);
+}
+
 // Group g of row r as 32 int8 weights (INT8_G32).
 inline __m256i load_group(const QMatrix& W, int64_t r, int64_t g) {
   const int8_t* p = static_cast<const int8_t*>(W.data) + r * W.cols + g * kQ8Group;
@@ -51,10 +60,11 @@ inline __m256i load_group(const QMatrix& W, int64_t r, int64_t g) {
 // yr0 + i yrs. Strided rows (wrs = a quarter of the range) make the tile's
 // sweep read R sequential streams, which the prefetchers follow (see
 // matmul_avx2.cpp's rows_direct_tiles for the measurements).
-template <class Dot, int R, int T>
+template <class Dot, int R, int T, bool Pf = false>
 void tile(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int64_t t0, float* y, int64_t ldy,
           int64_t yr0, int64_t yrs) {
   const uint16_t* wscale = static_cast<const uint16_t*>(W.scale);
+  const uintptr_t w0 = reinterpret_cast<uintptr_t>(W.data) + uintptr_t(wr0 * W.cols);
   __m256 acc[R][T];
   for (int i = 0; i < R; ++i)
     for (int t = 0; t < T; ++t) acc[i][t] = _mm256_setzero_ps();
@@ -66,6 +76,13 @@ void tile(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int64_t 
       xs[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.row_q(t0 + t) + g * kQ8Group));
       ax[t] = _mm256_sign_epi8(xs[t], xs[t]);
       d[t] = _mm256_set1_ps(xq.row_d(t0 + t)[g]);
+    }
+    if constexpr (Pf) {
+      if (g % 2 == 0)  // one 64-byte line: this group and the next
+        for (int i = 0; i < R; ++i) prefetch_next_row(w0 + uintptr_t(i * wrs * W.cols + g * kQ8Group), W.cols);
+      if (g % 32 == 0)  // the next row's scales: 32 groups to a line
+        for (int i = 0; i < R; ++i)
+          prefetch_next_row(reinterpret_cast<uintptr_t>(wscale + (wr0 + i * wrs) * W.scale_cols + g), 2 * W.scale_cols);
     }
     for (int i = 0; i < R; ++i) {
       const __m256i w = load_group(W, wr0 + i * wrs, g);
@@ -123,7 +140,7 @@ inline void int4_pair(const uint8_t* w, const uint16_t* sc, const Q8Pair* x0, co
 // Named accumulators: GCC keeps an array of them on the stack. (At 4 x 2 it
 // spills some anyway, as memory operands of the fma; two 2 x 2 tiles
 // instead, with none spilled, measured no faster.)
-template <class Dot, int R, int T>
+template <class Dot, int R, int T, bool Pf = false>
 void int4_tile(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int64_t t0, float* y, int64_t ldy,
                int64_t yr0, int64_t yrs) {
   static_assert(R == 1 || R == 4);
@@ -136,6 +153,12 @@ void int4_tile(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int
   auto pair = [&]<bool lone>(int64_t p) {
     const uint8_t* wp = w + 32 * p;
     const uint16_t* sp = sc + 2 * p;
+    if constexpr (Pf) {
+      if (p % 2 == 0)  // one 64-byte line: this pair and the next
+        for (int i = 0; i < R; ++i) prefetch_next_row(reinterpret_cast<uintptr_t>(wp + i * wstep), W.cols / 2);
+      if (p % 16 == 0)  // the next row's scales: 16 pairs to a line
+        for (int i = 0; i < R; ++i) prefetch_next_row(reinterpret_cast<uintptr_t>(sp + i * sstep), 2 * W.scale_cols);
+    }
     int4_pair<Dot, T, lone>(wp, sp, x0 + p, x1 + p, a00, a01);
     if constexpr (R == 4) {
       int4_pair<Dot, T, lone>(wp + wstep, sp + sstep, x0 + p, x1 + p, a10, a11);
@@ -154,11 +177,15 @@ void int4_tile(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int
 template <class Dot, MatFormat F, int R>
 void rows_all_tokens(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, float* y, int64_t ldy, int64_t yr0,
                      int64_t yrs) {
+  // One token streams each row once: its tiles prefetch the next row tile's
+  // lines. With more tokens the later tiles find the rows in cache.
   int64_t t = 0;
   if constexpr (F == MatFormat::INT8_G32) {
+    if (xq.n == 1) return tile<Dot, R, 1, true>(W, xq, wr0, wrs, 0, y, ldy, yr0, yrs);
     for (; t + 2 <= xq.n; t += 2) tile<Dot, R, 2>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs);
     if (t < xq.n) tile<Dot, R, 1>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs);
   } else {
+    if (xq.n == 1) return int4_tile<Dot, R, 1, true>(W, xq, wr0, wrs, 0, y, ldy, yr0, yrs);
     for (; t + 2 <= xq.n; t += 2) int4_tile<Dot, R, 2>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs);
     if (t < xq.n) int4_tile<Dot, R, 1>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs);
   }
