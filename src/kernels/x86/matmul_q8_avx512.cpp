@@ -22,8 +22,10 @@
 // GCC 12's avx512fintrin.h builds its insert and broadcast intrinsics on an
 // intentionally undefined vector, which -Wmaybe-uninitialized reports from
 // inside the header wherever they are inlined: silenced for this file only.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include "kernels/x86/matmul_q8_tiles.hpp"
