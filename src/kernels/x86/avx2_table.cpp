@@ -1,5 +1,6 @@
-// The AVX2 kernel tables (plain, and with AVX-VNNI or AVX-512 VNNI for the integer-dot product). Built without ISA flags: it only takes addresses of
-// the functions in the *_avx2.cpp files, which run only after the CPUID check.
+// The AVX2 kernel tables: plain, and with the integer-dot product on AVX-VNNI
+// or AVX-512 VNNI. Built without ISA flags: it only takes addresses of the
+// functions in the x86 kernel files, which run only after the CPUID checks.
 #include "kernels/kernel_table.hpp"
 
 namespace trillion {

@@ -1,7 +1,8 @@
 // The AVX2 integer-dot register tiles (matmul_q8.hpp defines the arithmetic
-// to the bit), shared by the two files that build them: matmul_q8_avx2.cpp
-// (exact int32 lane sums by vpmaddubsw + vpmaddwd) and matmul_q8_vnni.cpp
-// (the same sums by AVX-VNNI's vpdpbusd). A `Dot` policy gives the lane sums:
+// to the bit), shared by the files that build them: matmul_q8_avx2.cpp
+// (exact int32 lane sums by vpmaddubsw + vpmaddwd), matmul_q8_vnni.cpp (the
+// same sums by AVX-VNNI's vpdpbusd) and matmul_q8_avx512.cpp (its one-token
+// tiles). A `Dot` policy gives the lane sums:
 //   int8_lanes(a, b): lane k = sum_{j<4} a[4k+j] * b[4k+j]  (a unsigned, b signed bytes)
 //   int4_lanes(lo, xe, hi, xo, pc): lane k = sum_{j<4} lo[4k+j] xe[4k+j] + hi[4k+j] xo[4k+j] - pc[k]
 // Both are exact integers whichever instructions compute them, and every
@@ -24,8 +25,8 @@
 // and row instead of about 33 (measured: decode's n = 1 product streams
 // 1.5-2x the bytes per second).
 //
-// Included only by files built with -mavx2 -mfma -mf16c (and -mavxvnni for
-// the VNNI one); internal linkage, as avx2_formats.hpp.
+// Included only by files built with -mavx2 -mfma -mf16c (plus their VNNI
+// flags); internal linkage, as avx2_formats.hpp.
 #pragma once
 #include <immintrin.h>
 
@@ -69,7 +70,7 @@ void tile(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int64_t 
   for (int i = 0; i < R; ++i)
     for (int t = 0; t < T; ++t) acc[i][t] = _mm256_setzero_ps();
   for (int64_t g = 0; g < xq.groups; ++g) {
-    // |x| times the weights with x's sign (vpsignb): vpmaddubsw wants one unsigned operand.
+    // |x| times the weights with x's sign (vpsignb): vpmaddubsw and vpdpbusd want one unsigned operand.
     __m256i xs[T], ax[T];
     __m256 d[T];
     for (int t = 0; t < T; ++t) {
