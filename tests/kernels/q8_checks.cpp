@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "common/thread_pool.hpp"
@@ -203,6 +204,36 @@ void check_products(Checker& check, KernelIsa isa, const MatmulShape& c) {
   }
 }
 
+// Hand-computed extremes: weights of -128 and 127 against activations of
+// +-127 (d = 1), the largest products an int8 lane can hold. A kernel that
+// negates a weight of -128 (it wraps to -128) or saturates a 16-bit pair sum
+// (2 * 128 * 127 = 32512 must fit) is wrong here. Scales are 1, so every
+// output is an exact small integer sum: row r, column c holds -128 where
+// (r + c) % 3 != 0, else 127; x[c] = +127 for even c, -127 for odd c.
+void check_int8_extremes(Checker& check, KernelIsa isa) {
+  const int64_t rows = 9, cols = 96, n = 3;
+  RandomMatrix W(MatFormat::INT8_G32, rows, cols, 5);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) W.data[size_t(r * cols + c)] = uint8_t(int8_t((r + c) % 3 ? -128 : 127));
+  const uint16_t one = 0x3F80;  // bf16 1.0
+  for (size_t i = 0; i + 1 < W.scale.size(); i += 2) std::memcpy(&W.scale[i], &one, 2);
+  std::vector<float> x(size_t(n * cols));
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t c = 0; c < cols; ++c) x[size_t(t * cols + c)] = float((c + t) % 2 ? -127 : 127);
+  Q8Rows q;
+  quantize_with(kernel_table(isa), x.data(), n, cols, q);
+  std::vector<float> y(size_t(n * rows));
+  kernel_table(isa).matmul_q8_rows(W.view(), q, y.data(), rows, 0, rows);
+  bool ok = true;
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t want = 0;
+      for (int64_t c = 0; c < cols; ++c) want += int64_t((r + c) % 3 ? -128 : 127) * ((c + t) % 2 ? -127 : 127);
+      ok = ok && y[size_t(t * rows + r)] == float(want);
+    }
+  check(ok, std::string("int8 weights -128 / 127 against activations +-127 [") + to_string(isa) + "]");
+}
+
 // The pool driver: any thread count gives the bits of one call.
 void check_threads(Checker& check) {
   for (MatFormat f : {MatFormat::INT8_G32, MatFormat::INT4_G32}) {
@@ -231,6 +262,7 @@ std::vector<std::string> q8_failures(int* checks) {
       {MatFormat::INT4_G32, 1, 32}, {MatFormat::INT4_G32, 9, 2048}, {MatFormat::INT4_G32, 6, 160}};
   for (KernelIsa isa : available_isas()) {
     check_hand_cases(check, isa);
+    check_int8_extremes(check, isa);
     for (int64_t cols : {1, 31, 32, 33, 100, 257}) {
       const std::vector<float> x = random_floats(3 * cols, uint64_t(cols), -50.0f, 50.0f);
       check_against_f64(check, isa, x, 3, cols);

@@ -68,9 +68,7 @@ RandomMatrix::RandomMatrix(MatFormat format_, int64_t rows_, int64_t cols_, uint
     }
     case MatFormat::INT8_G32: {
       data.resize(size_t(n));
-      for (auto& b : data) {
-        do b = uint8_t(rng()); while (b == 0x80);  // q in [-127, 127]
-      }
+      for (auto& b : data) b = uint8_t(rng());  // q in [-128, 127]: every int8, -128 included
       scale_cols = (cols + 31) / 32;
       scale.resize(size_t(2 * rows * scale_cols));
       std::uniform_real_distribution<float> us(0.001f, 0.02f);

@@ -9,8 +9,8 @@
 // float step around them is here, once: so the two files give the same bits.
 //
 // INT8_G32: a 32-column group of one weight row is one ymm of int8. With the
-// activations' group q: vpsignb moves q's sign onto the weights, so the
-// unsigned operand is |q|; lane k holds the exact sum over columns
+// activations' group q: vpsignb moves the weights' sign onto q, so the
+// unsigned operand is |w|; lane k holds the exact sum over columns
 // 4k..4k+3, as the definition asks. One fma per lane adds it times (weight
 // scale * activation scale). Register tiles of R rows x T tokens share each
 // loaded group; every tile performs the same operations per output, so
@@ -70,12 +70,15 @@ void tile(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int64_t 
   for (int i = 0; i < R; ++i)
     for (int t = 0; t < T; ++t) acc[i][t] = _mm256_setzero_ps();
   for (int64_t g = 0; g < xq.groups; ++g) {
-    // |x| times the weights with x's sign (vpsignb): vpmaddubsw and vpdpbusd want one unsigned operand.
-    __m256i xs[T], ax[T];
+    // |w| times the activations with w's sign (vpsignb): vpmaddubsw and
+    // vpdpbusd want one unsigned operand. This way round, not |x| times
+    // sign(w, x): a weight of -128 has |w| = 128 as an unsigned byte, while
+    // negating it would wrap; activations lie in [-127, 127], so their
+    // negation never does. Every int8 weight is computed exactly.
+    __m256i xs[T];
     __m256 d[T];
     for (int t = 0; t < T; ++t) {
       xs[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.row_q(t0 + t) + g * kQ8Group));
-      ax[t] = _mm256_sign_epi8(xs[t], xs[t]);
       d[t] = _mm256_set1_ps(xq.row_d(t0 + t)[g]);
     }
     if constexpr (Pf) {
@@ -87,9 +90,10 @@ void tile(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int64_t 
     }
     for (int i = 0; i < R; ++i) {
       const __m256i w = load_group(W, wr0 + i * wrs, g);
+      const __m256i aw = _mm256_sign_epi8(w, w);  // |w|; -128 stays 0x80 = 128 unsigned
       const __m256 ws = _mm256_set1_ps(bf16_value(wscale[(wr0 + i * wrs) * W.scale_cols + g]));
       for (int t = 0; t < T; ++t) {
-        const __m256i p = Dot::int8_lanes(ax[t], _mm256_sign_epi8(w, xs[t]));
+        const __m256i p = Dot::int8_lanes(aw, _mm256_sign_epi8(xs[t], w));
         acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(ws, d[t]), acc[i][t]);
       }
     }
