@@ -26,6 +26,8 @@ std::vector<std::vector<std::byte>> all_to_all(RmaChannel& ch, int32_t tag,
   std::vector<std::byte> piece;
   Backoff backoff(ch.spins());
   while (pending > 0) {
+    // One poll of the channel per round, not one per peer (rma_channel.hpp, refresh).
+    ch.refresh(backoff.upkeep_due());
     bool progress = false;
     for (int d = 0; d < n; ++d) {
       if (send_done[size_t(d)]) continue;
@@ -35,7 +37,7 @@ std::vector<std::vector<std::byte>> all_to_all(RmaChannel& ch, int32_t tag,
       piece.resize(8 + len);
       std::memcpy(piece.data(), &total, 8);
       if (len) std::memcpy(piece.data() + 8, msg.data() + sent[size_t(d)], len);
-      if (ch.try_send(d, tag, piece)) {
+      if (ch.try_send_polled(d, tag, piece)) {
         progress = true;
         sent[size_t(d)] += len;
         if (sent[size_t(d)] == msg.size()) {
@@ -48,7 +50,7 @@ std::vector<std::vector<std::byte>> all_to_all(RmaChannel& ch, int32_t tag,
     }
     for (int s = 0; s < n; ++s) {
       if (recv_done[size_t(s)]) continue;
-      auto m = ch.try_recv(s);
+      auto m = ch.try_recv_polled(s);
       if (!m) continue;
       progress = true;
       if (m->tag != tag || m->data.size() < 8)

@@ -176,9 +176,14 @@ void RmaChannel::send(int dest, int32_t tag, std::span<const std::byte> data) {
 
 bool RmaChannel::try_send(int dest, int32_t tag, std::span<const std::byte> data) {
   check_peer(dest, "send to");
+  if (free_slots(dest) < layout_.chunks(data.size())) sync(false);
+  return try_send_polled(dest, tag, data);
+}
+
+bool RmaChannel::try_send_polled(int dest, int32_t tag, std::span<const std::byte> data) {
+  check_peer(dest, "send to");
   const uint64_t chunks = layout_.chunks(data.size());
   if (free_slots(dest) < chunks) {
-    sync(false);
     if (dest == env_.rank()) report_credits(dest);
     if (free_slots(dest) < chunks) return false;
   }
@@ -317,8 +322,23 @@ Message RmaChannel::recv(int src) {
 }
 
 std::optional<Message> RmaChannel::try_recv(int src) {
-  if (!probe(src)) return std::nullopt;
-  return recv(src);
+  check_peer(src, "receive from");
+  sync(false);
+  return try_recv_polled(src);
+}
+
+std::optional<Message> RmaChannel::try_recv_polled(int src) {
+  check_peer(src, "receive from");
+  const SlotHeader* first = arrived(src);
+  if (!first) return std::nullopt;
+  Message m;
+  m.data.resize(size_t(first->message_bytes));
+  const MessageInfo info = consume(src, *first, [&](const MessageInfo&, size_t offset, std::span<const std::byte> c) {
+    if (!c.empty()) std::memcpy(m.data.data() + offset, c.data(), c.size());
+  });
+  m.src = info.src;
+  m.tag = info.tag;
+  return m;
 }
 
 Message RmaChannel::recv_any() {

@@ -92,6 +92,15 @@ class RmaChannel {
   // (try_* calls never wait or yield: a loop polling them should call
   // sched_yield() when a round made no progress, see docs/RMA.md.)
   bool try_send(int dest, int32_t tag, std::span<const std::byte> data);
+  // One poll step for loops that try several peers: refresh() once, then
+  // the try_*_polled calls, which make no MPI call unless they move data.
+  // Over osc/pt2pt every MPI_Win_sync turns Open MPI's progress engine, which
+  // polls its sockets and yields the core (two system calls); an exchange
+  // with 3 peers made 6 of them per check, and on a virtual machine whose
+  // system calls cost tens of microseconds a waiting rank took most of the
+  // core its computing neighbour was pinned to (docs/RMA.md, "4-rank stalls").
+  void refresh(bool progress = false) { sync(progress); }
+  bool try_send_polled(int dest, int32_t tag, std::span<const std::byte> data);
 
   // Batched sending, for one message to each of several ranks (an expert
   // dispatch): post() puts a message's slots without notifying; flush()
@@ -108,6 +117,7 @@ class RmaChannel {
   Message recv(int src);
   // Like recv when a message from src has started to arrive; nullopt otherwise.
   std::optional<Message> try_recv(int src);
+  std::optional<Message> try_recv_polled(int src);  // as try_recv, after refresh()
   // The next message from any source (sources served round-robin).
   Message recv_any();
   // Receives into out (out.size() >= the message's bytes, else throws before
