@@ -18,15 +18,14 @@ struct Dims {
         v(c.v_head_dim), r(c.kv_lora_rank), qk(c.qk_nope_head_dim + c.qk_rope_head_dim) {}
 };
 
-// q[n, H*qk] = the queries of every head, q_pe roped.
+// q[n, H*qk] = the queries of every head, q_pe roped. q_a [n, q_lora_rank]:
+// x . W_qa^T (computed with kv_a, which shares x), consumed here.
 std::vector<float> project_queries(const ModelConfig& cfg, const Dims& D, const AttentionWeights& w,
-                                   int64_t layer, const Step& step, const float* x) {
+                                   int64_t layer, const Step& step, const float* x, std::vector<float>& q_a) {
   const int64_t n = step.n();
   std::vector<float> q(size_t(n * D.H * D.qk));
   if (w.has_q_lora) {
     const int64_t ql = w.q_a.rows;
-    std::vector<float> q_a(size_t(n * ql));  // [n, q_lora_rank]
-    linear(w.q_a, x, n, q_a.data(), step.act, step.pool);
     for (int64_t t = 0; t < n; ++t) rmsnorm(&q_a[size_t(t * ql)], w.q_a_norm, cfg.rms_norm_eps, &q_a[size_t(t * ql)]);
     step.dump.dump(layer, "q_a_normed", q_a.data(), {n, ql});
     linear(w.q_b, q_a.data(), n, q.data(), step.act, step.pool);
@@ -42,12 +41,11 @@ std::vector<float> project_queries(const ModelConfig& cfg, const Dims& D, const 
 }
 
 // Writes each row's normalized latent c_kv [r] and roped shared key k_pe [rope]
-// into the cache at (slot, pos).
+// into the cache at (slot, pos). kv [n, r + rope] = x . W_kva^T: [c_kv | k_pe]
+// before norm / rope.
 void write_cache(const ModelConfig& cfg, const Dims& D, const AttentionWeights& w, int64_t layer,
-                 const Step& step, const float* x) {
+                 const Step& step, const std::vector<float>& kv) {
   const int64_t n = step.n(), kv_dim = D.r + D.rope, half = D.rope / 2;
-  std::vector<float> kv(size_t(n * kv_dim));  // [n, r + rope]: [c_kv | k_pe] before norm / rope
-  linear(w.kv_a, x, n, kv.data(), step.act, step.pool);
   step.dump.dump(layer, "kv_a", kv.data(), {n, kv_dim});
   for (int64_t t = 0; t < n; ++t) {
     const TokenRow row = step.batch.rows[size_t(t)];
@@ -67,8 +65,16 @@ void attention_forward(const ModelConfig& cfg, const AttentionWeights& w, int64_
   const Dims D(cfg);
   const int64_t n = step.n();
   const float scale = float(cfg.softmax_scale());
-  const std::vector<float> q = project_queries(cfg, D, w, layer, step, x);  // [n, H, nope + rope]
-  write_cache(cfg, D, w, layer, step, x);
+  // x feeds kv_a and (with a q LoRA) q_a: on the int8 path one quantization serves both.
+  std::vector<float> kv(size_t(n * (D.r + D.rope))), q_a;
+  if (w.has_q_lora) {
+    q_a.resize(size_t(n * w.q_a.rows));
+    linear_pair(w.q_a, q_a.data(), w.kv_a, kv.data(), x, n, step.act, &step.pool);
+  } else {
+    linear(w.kv_a, x, n, kv.data(), step.act, step.pool);
+  }
+  const std::vector<float> q = project_queries(cfg, D, w, layer, step, x, q_a);  // [n, H, nope + rope]
+  write_cache(cfg, D, w, layer, step, kv);
 
   // q_lat [H, n, r] = per head, q_nope . W_UK; then every head's softmax over
   // the cache at once (mla_attend.hpp); then o_h [n, v] = ctx . W_UV^T.

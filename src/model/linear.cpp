@@ -49,4 +49,30 @@ void linear_serial(const QMatrix& W, const float* x, int64_t n, float* y, int64_
   matmul_q8_serial(W, xq, y, ldy);
 }
 
+void linear_pair(const QMatrix& A, float* ya, const QMatrix& B, float* yb, const float* x, int64_t n, Activations a,
+                 ThreadPool* pool) {
+  if (!uses_int8(a, A) || !uses_int8(a, B) || A.cols != B.cols) {
+    if (pool) {
+      linear(A, x, n, ya, a, *pool);
+      linear(B, x, n, yb, a, *pool);
+    } else {
+      linear_serial(A, x, n, ya, A.rows, a);
+      linear_serial(B, x, n, yb, B.rows, a);
+    }
+    return;
+  }
+  // INT4 weights read the pair layout, INT8 the plain groups: quantizing for
+  // INT4 gives both (the layout is added beside the same groups).
+  const MatFormat f = A.format == MatFormat::INT4_G32 ? A.format : B.format;
+  Q8Rows& xq = scratch();
+  quantize_q8(x, n, A.cols, xq, f);
+  if (pool) {
+    matmul_q8(A, xq, ya, *pool);
+    matmul_q8(B, xq, yb, *pool);
+  } else {
+    matmul_q8_serial(A, xq, ya, A.rows);
+    matmul_q8_serial(B, xq, yb, B.rows);
+  }
+}
+
 }  // namespace trillion

@@ -33,5 +33,11 @@ inline bool requantizes_fp8(Activations a, WeightFormat f) {
 void linear(const QMatrix& W, const float* x, int64_t n, float* y, Activations a, ThreadPool& pool);
 // The same on the calling thread, output row stride ldy (same bits).
 void linear_serial(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy, Activations a);
+// ya = x . A^T and yb = x . B^T, two matrices with one input (an MLP's gate
+// and up, attention's q_a and kv_a): on the int8 path x is quantized once,
+// not per matrix. The same bits as two linear() calls. pool == nullptr: on
+// the calling thread (linear_serial, ldy = the matrix's rows).
+void linear_pair(const QMatrix& A, float* ya, const QMatrix& B, float* yb, const float* x, int64_t n, Activations a,
+                 ThreadPool* pool);
 
 }  // namespace trillion

@@ -1,6 +1,7 @@
 #include "model/local_experts.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 #include <string>
 
@@ -70,25 +71,22 @@ void LocalExperts::run(const ExpertRequest& req) {
   };
   const int threads = pool_.size();
   if (int64_t(groups.size()) >= threads) {  // enough experts to give each thread its own
-    // Balanced by cost, not count (an expert streams its weights once, then
-    // works per token: ~ 1 + m in one-token matvec units): largest first, each
-    // to the least loaded thread. Which thread runs an expert never changes its bits.
+    // Largest first (an expert streams its weights once, then works per
+    // token: ~ 1 + m in one-token matvec units), each claimed by the next
+    // thread to get free: list scheduling, so a core that runs slow (an
+    // efficiency core, a preempted vCPU) costs its share, not the layer
+    // (a fixed plan made the fast thread wait for the slow one's half).
+    // Which thread runs an expert never changes its bits.
     std::vector<size_t> by_cost(groups.size());
     std::iota(by_cost.begin(), by_cost.end(), size_t(0));
     std::stable_sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) {
       return groups[a].end - groups[a].begin > groups[b].end - groups[b].begin;
     });
-    std::vector<std::vector<size_t>> plan(static_cast<size_t>(threads));
-    std::vector<size_t> load(static_cast<size_t>(threads), 0);
-    for (size_t g : by_cost) {
-      const size_t p = size_t(std::min_element(load.begin(), load.end()) - load.begin());
-      plan[p].push_back(g);
-      load[p] += 1 + (groups[g].end - groups[g].begin);
-    }
-    pool_.parallel_for(threads, 1, [&](int64_t p0, int64_t p1) {
+    std::atomic<size_t> next{0};
+    pool_.parallel_for(threads, 1, [&](int64_t, int64_t) {
       std::vector<float> xs, ys;
-      for (int64_t p = p0; p < p1; ++p)
-        for (size_t g : plan[size_t(p)]) run_group(groups[g], xs, ys, true);
+      for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < by_cost.size();)
+        run_group(groups[by_cost[i]], xs, ys, true);
     });
   } else {
     std::vector<float> xs, ys;
