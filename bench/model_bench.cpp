@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/allocator.hpp"
 #include "common/thread_pool.hpp"
 #include "kernels/matmul.hpp"
 #include "model/linear.hpp"
@@ -513,6 +514,7 @@ int run(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+  trillion::configure_allocator();  // as trillion does (common/allocator.hpp)
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {

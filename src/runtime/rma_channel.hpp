@@ -98,7 +98,7 @@ class RmaChannel {
   // polls its sockets and yields the core (two system calls); an exchange
   // with 3 peers made 6 of them per check, and on a virtual machine whose
   // system calls cost tens of microseconds a waiting rank took most of the
-  // core its computing neighbour was pinned to (docs/RMA.md, "4-rank stalls").
+  // core its computing neighbour was pinned to (docs/RMA.md, "Waiting: spin, then yield").
   void refresh(bool progress = false) { sync(progress); }
   bool try_send_polled(int dest, int32_t tag, std::span<const std::byte> data);
 
