@@ -177,11 +177,15 @@ void RmaChannel::send(int dest, int32_t tag, std::span<const std::byte> data) {
 bool RmaChannel::try_send(int dest, int32_t tag, std::span<const std::byte> data) {
   check_peer(dest, "send to");
   if (free_slots(dest) < layout_.chunks(data.size())) sync(false);
-  return try_send_polled(dest, tag, data);
+  return send_if_room(dest, tag, data);
 }
 
 bool RmaChannel::try_send_polled(int dest, int32_t tag, std::span<const std::byte> data) {
   check_peer(dest, "send to");
+  return send_if_room(dest, tag, data);
+}
+
+bool RmaChannel::send_if_room(int dest, int32_t tag, std::span<const std::byte> data) {
   const uint64_t chunks = layout_.chunks(data.size());
   if (free_slots(dest) < chunks) {
     if (dest == env_.rank()) report_credits(dest);
@@ -308,9 +312,9 @@ MessageInfo RmaChannel::recv_into(int src, std::span<std::byte> out) {
   });
 }
 
-Message RmaChannel::recv(int src) {
-  check_peer(src, "receive from");
-  const SlotHeader& first = wait_slot(src);
+// Copies the message that starts at `first` out of the ring (recv and
+// try_recv_polled differ only in how they find `first`).
+Message RmaChannel::take(int src, const SlotHeader& first) {
   Message m;
   m.data.resize(size_t(first.message_bytes));
   const MessageInfo info = consume(src, first, [&](const MessageInfo&, size_t offset, std::span<const std::byte> c) {
@@ -319,6 +323,11 @@ Message RmaChannel::recv(int src) {
   m.src = info.src;
   m.tag = info.tag;
   return m;
+}
+
+Message RmaChannel::recv(int src) {
+  check_peer(src, "receive from");
+  return take(src, wait_slot(src));
 }
 
 std::optional<Message> RmaChannel::try_recv(int src) {
@@ -331,14 +340,7 @@ std::optional<Message> RmaChannel::try_recv_polled(int src) {
   check_peer(src, "receive from");
   const SlotHeader* first = arrived(src);
   if (!first) return std::nullopt;
-  Message m;
-  m.data.resize(size_t(first->message_bytes));
-  const MessageInfo info = consume(src, *first, [&](const MessageInfo&, size_t offset, std::span<const std::byte> c) {
-    if (!c.empty()) std::memcpy(m.data.data() + offset, c.data(), c.size());
-  });
-  m.src = info.src;
-  m.tag = info.tag;
-  return m;
+  return take(src, *first);
 }
 
 Message RmaChannel::recv_any() {

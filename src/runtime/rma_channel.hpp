@@ -158,6 +158,7 @@ class RmaChannel {
   // notification waits in pending_ for flush().
   void put_slot(int dest, int32_t tag, std::span<const std::byte> data, uint64_t chunk, uint64_t chunks);
   void send_chunks(int dest, int32_t tag, std::span<const std::byte> data);
+  bool send_if_room(int dest, int32_t tag, std::span<const std::byte> data);  // peer already checked
 
   const SlotHeader* arrived(int src) const;  // next slot from src, if its seq is there
   const SlotHeader& wait_slot(int src);
@@ -165,6 +166,7 @@ class RmaChannel {
   void report_credits(int src);
   void report_all_credits();
   MessageInfo consume(int src, const SlotHeader& first, const ChunkFn& fn);
+  Message take(int src, const SlotHeader& first);  // consume into a new Message
   MessageInfo info_of(int src, const SlotHeader& h) const;
 
   const MpiEnv& env_;
