@@ -20,7 +20,8 @@ namespace trillion::app {
 
 namespace {
 
-nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const RunOptions& ro, const BatchPaths& paths) {
+nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const RunOptions& ro, const BatchPaths& paths,
+                                 bool warmup) {
   std::vector<Parsed<GenerateRequest>> parsed;
   for (const auto& l : read_jsonl_lines(paths.input))
     parsed.push_back(parse_generate_request(l, runner.vocab_size(), runner.max_len()));
@@ -49,7 +50,7 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
                  text.vocab_size, (long long)runner.vocab_size() - 1);
   }
   int64_t generated = 0, done = 0;
-  const auto t0 = std::chrono::steady_clock::now();
+  auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   const Scheduler* sched = nullptr;
   // The run's figures so far (running --metrics updates) or at the end.
@@ -61,7 +62,13 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
         {"requests", files.requests_json(done)},
         {"steps", st.steps},
         {"tokens", {{"prefill", st.prefill_tokens}, {"decode", st.decode_tokens}, {"generated", generated}}},
-        {"seconds", {{"generation", wall}, {"prefill_steps", st.prefill_seconds}, {"decode_steps", st.decode_seconds}}},
+        {"seconds",
+         {{"generation", wall},
+          {"prefill_steps", st.prefill_seconds},
+          {"decode_steps", st.decode_seconds},
+          {"first_step", st.first_step_seconds},
+          {"warmup", st.warmup_seconds}}},
+        {"first_step_rows", st.first_step_tokens},
         {"tokens_per_second",
          {{"prefill", st.prefill_seconds > 0 ? double(st.prefill_tokens) / st.prefill_seconds : 0.0},
           {"decode", st.decode_seconds > 0 ? double(st.decode_tokens) / st.decode_seconds : 0.0},
@@ -85,6 +92,12 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
   sopts.should_stop = [&] { return !files.write_error.empty() || cluster.stop_requested().signal != 0; };
   Scheduler scheduler(runner, cluster.config(), sopts);
   sched = &scheduler;
+  if (warmup && !files.runnable.empty()) {
+    scheduler.warm_up(ro.step_tokens);
+    std::fprintf(stderr, "%s: warm-up step: %lld rows in %.2f s (not timed; --no-warmup skips it)\n", paths.command,
+                 (long long)scheduler.stats().warmup_rows, scheduler.stats().warmup_seconds);
+    t0 = std::chrono::steady_clock::now();  // the run's time starts after it
+  }
   const bool finished = scheduler.run(files.runnable, [&](const GenerationResult& r) {
     const int64_t completion = int64_t(r.token_ids.size());
     // A request that cannot be turned into its record (its text, its
@@ -132,6 +145,7 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
 int run_generate(const Args& args) {
   RunOptions ro;
   BatchPaths paths;
+  bool no_warmup = false;
   paths.command = "trillion generate";
   po::options_description desc("options");
   add_run_options(desc, ro);
@@ -144,11 +158,14 @@ int run_generate(const Args& args) {
       ("speculative", po::value(&ro.speculative),
        "mtp: speculative decoding with the model's multi-token-prediction layer (same greedy tokens, same "
        "sampling distribution; fewer steps when its drafts are accepted)")
-      ("strict", po::bool_switch(&paths.strict), "abort on the first bad request line instead of writing an error record");
+      ("strict", po::bool_switch(&paths.strict), "abort on the first bad request line instead of writing an error record")
+      ("no-warmup", po::bool_switch(&no_warmup),
+       "skip the warm-up: one untimed prefill step of --step-tokens rows of throwaway tokens before the first "
+       "request, which reads every weight (and routes to every expert) the way steps do");
   if (!parse_args(args, "usage: trillion generate --model DIR --prompts REQ.jsonl --output RES.jsonl", desc))
     return 0;
   Cluster cluster(ro);
-  return cluster.run([&](StepRunner& runner) { return generate_on_rank0(cluster, runner, ro, paths); });
+  return cluster.run([&](StepRunner& runner) { return generate_on_rank0(cluster, runner, ro, paths, !no_warmup); });
 }
 
 }  // namespace trillion::app

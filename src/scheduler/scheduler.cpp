@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <utility>
 
 #include "common/error.hpp"
 
@@ -33,6 +34,7 @@ struct Group {
   std::vector<Sequence*> wants;  // sequences whose next token the in-flight step yields
   std::chrono::steady_clock::time_point submitted;
   bool has_prefill = false;
+  int64_t rows = 0;  // of the in-flight step
 };
 
 }  // namespace
@@ -49,7 +51,7 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
   const int64_t max_len = runner_.max_len();
   const KvPools kv = runner_.kv_pools();
   KvLedger ledger(kv, runner_.slots());  // blocks reserved by running sequences
-  std::vector<int32_t> released;  // slots finished since the last submitted step
+  std::vector<int32_t> released = std::exchange(warmup_slots_, {});  // slots finished since the last submitted step
   int in_flight = 0;
   size_t next_group = 0;
 
@@ -162,6 +164,7 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
         g.wants.push_back(&s);
       }
     }
+    g.rows = in.batch.size();
     g.submitted = std::chrono::steady_clock::now();
     runner_.submit(ticket, in);
     g.in_flight = true;
@@ -169,10 +172,16 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
     ++stats_.steps;
   };
 
+  bool first_done = false;
   auto complete = [&](Group& g, const StepOutput& out) {
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - g.submitted).count();
     (g.has_prefill ? stats_.prefill_seconds : stats_.decode_seconds) += secs;
+    if (!first_done) {
+      first_done = true;
+      stats_.first_step_seconds = secs;
+      stats_.first_step_tokens = g.rows;
+    }
     g.in_flight = false;
     --in_flight;
     for (size_t i = 0; i < g.wants.size(); ++i) {

@@ -50,6 +50,13 @@ struct SchedulerStats {
   int64_t decode_tokens = 0;
   double prefill_seconds = 0;  // submit-to-result time of steps that carried prefill rows
   double decode_seconds = 0;   // submit-to-result time of decode-only steps
+  // The run's first step (counted in the above too): it alone touches the
+  // KV cache and activation buffers for the first time, and a study tells
+  // that warm-up apart from the steady rate.
+  double first_step_seconds = 0;
+  int64_t first_step_tokens = 0;
+  double warmup_seconds = 0;  // warm_up()'s step, not counted in steps or the above
+  int64_t warmup_rows = 0;
   int64_t drafted = 0;   // speculative: drafts verified
   int64_t accepted = 0;  // of them, accepted (each one a token without a step of its own)
 };
@@ -63,11 +70,21 @@ class Scheduler {
            const std::function<void(const GenerationResult&)>& done);
   const SchedulerStats& stats() const { return stats_; }
 
+  // One throwaway prefill step of up to `rows` rows of pseudo-random tokens,
+  // before run() (warmup.cpp): it reads the weights the way steps do, so the
+  // first real step does not pay for first touches (on the VM of 2026-12-02
+  // a 16-token first step took 0.5 s, the same prefill later 0.2 s). With
+  // `rows` well past experts / top_k it routes to every expert. Its slots are
+  // released by run()'s first step; its outputs are discarded, and no row of
+  // a request depends on it (each row reads only its own sequence's cache).
+  void warm_up(int64_t rows);
+
  private:
   StepRunner& runner_;
   const ModelConfig& cfg_;
   SchedulerOptions opts_;
   SchedulerStats stats_;
+  std::vector<int32_t> warmup_slots_;  // released by run()'s first step
 };
 
 }  // namespace trillion

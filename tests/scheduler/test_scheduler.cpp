@@ -20,7 +20,7 @@ class FakeRunner : public StepRunner {
   FakeRunner(int32_t slots, int32_t max_len, int in_flight = 1, int32_t block = 0, int64_t pool_blocks = 0)
       : slots_(slots), max_len_(max_len), in_flight_(in_flight), cache_(static_cast<size_t>(slots)),
         block_(block), pool_blocks_(pool_blocks), held_(static_cast<size_t>(slots)) {}
-  KvPools kv_pools() const override { return block_ > 0 ? KvPools(1, pool_blocks_, block_) : KvPools(); }
+  KvPools kv_pools() const override { return block_ > 0 ? KvPools(pools, pool_blocks_, block_) : KvPools(); }
   int max_in_flight() const override { return in_flight_; }
   StepOutput next() override {
     StepOutput o = std::move(queue_.front());
@@ -32,6 +32,7 @@ class FakeRunner : public StepRunner {
   int32_t max_len() const override { return max_len_; }
   void submit(uint64_t ticket, const StepInput& in) override {
     ++steps;
+    inputs.push_back(in);
     if (int(queue_.size()) >= in_flight_) consistent = false;  // more in flight than allowed
     max_rows = std::max<int64_t>(max_rows, in.batch.size());
     // A paged pool as KvCache keeps it: released slots first, then each row's block.
@@ -40,10 +41,12 @@ class FakeRunner : public StepRunner {
       if (r.pos == 0) held_[size_t(r.slot)] = 0;
       if (block_ > 0) held_[size_t(r.slot)] = std::max<int64_t>(held_[size_t(r.slot)], r.pos / block_ + 1);
     }
-    int64_t held = 0;
-    for (int64_t h : held_) held += h;
-    max_held = std::max(max_held, held);
-    if (block_ > 0 && held > pool_blocks_) consistent = false;  // the pool ran dry
+    for (int32_t p = 0; p < pools; ++p) {
+      int64_t held = 0;
+      for (size_t slot = size_t(p); slot < held_.size(); slot += size_t(pools)) held += held_[slot];
+      max_held = std::max(max_held, held);
+      if (block_ > 0 && held > pool_blocks_) consistent = false;  // a pool ran dry
+    }
     for (int64_t i = 0; i < in.batch.size(); ++i) {
       const TokenRow r = in.batch.rows[size_t(i)];
       auto& c = cache_[size_t(r.slot)];
@@ -65,7 +68,9 @@ class FakeRunner : public StepRunner {
     queue_.push_back(std::move(out));
   }
   static constexpr int V = 11;
+  int32_t pools = 1;  // KV pools (expert parallel: one per rank, slot s in pool s % pools)
   int64_t steps = 0, max_rows = 0, max_held = 0;
+  std::vector<StepInput> inputs;  // every submitted step
   bool consistent = true;
   std::set<int32_t> limits;  // token_limit of every chosen row's params
 
@@ -292,4 +297,50 @@ BOOST_AUTO_TEST_CASE(should_stop_ends_the_run_within_one_step) {
   int done = 0;
   BOOST_TEST(Scheduler(runner, cfg, opts).run(ptrs, [&](const GenerationResult&) { ++done; }));
   BOOST_TEST(done == int(reqs.size()));
+}
+
+// The warm-up step: one step before the run, one slot per KV pool from
+// position 0, the last row of each a logit row; not counted as a run step;
+// its slots are released by the first real step (else the pool, which the
+// ledger believes empty, runs dry: the fake checks every pool), and the
+// requests' tokens are those of a run without it.
+BOOST_AUTO_TEST_CASE(warm_up_step_is_released_and_changes_no_result) {
+  ModelConfig cfg;
+  cfg.eos_token_ids = {10};
+  const auto reqs = numbered_requests(7, [](int i) { return (i * 5) % 13 + 1; }, [](int i) { return 3 + i % 4; });
+  for (int32_t pools : {1, 2}) {
+    for (int in_flight : {1, 2}) {
+      // 10 blocks of 4 per pool; the warm-up asks for 100 rows: 40 per slot at most.
+      FakeRunner runner(4, 40, in_flight, /*block=*/4, /*pool_blocks=*/10);
+      runner.pools = pools;
+      std::vector<const GenerateRequest*> ptrs;
+      for (const auto& r : reqs) ptrs.push_back(&r);
+      Scheduler gen(runner, cfg, SchedulerOptions{});
+      gen.warm_up(100);
+      BOOST_REQUIRE_EQUAL(runner.inputs.size(), 1u);
+      const StepInput& w = runner.inputs[0];
+      BOOST_TEST(w.batch.size() == 40 * pools);
+      BOOST_TEST(gen.stats().warmup_rows == 40 * pools);
+      BOOST_TEST(w.logit_rows.size() == size_t(pools));
+      for (int64_t i = 0; i < w.batch.size(); ++i) {
+        const int32_t slot = int32_t(i / 40), pos = int32_t(i % 40);
+        BOOST_TEST(w.batch.rows[size_t(i)].slot == slot);
+        BOOST_TEST(w.batch.rows[size_t(i)].pos == pos);
+        BOOST_TEST((w.tokens[size_t(i)] >= 0 && w.tokens[size_t(i)] < FakeRunner::V));
+      }
+      std::map<std::string, GenerationResult> got;
+      BOOST_TEST(gen.run(ptrs, [&](const GenerationResult& r) { got[r.request->id] = r; }));
+      BOOST_TEST(runner.consistent, "pools " << pools << " in_flight " << in_flight);
+      BOOST_REQUIRE(runner.inputs.size() > 1u);
+      std::vector<int32_t> want_released;
+      for (int32_t p = 0; p < pools; ++p) want_released.push_back(p);
+      BOOST_TEST(runner.inputs[1].batch.released == want_released);
+      BOOST_TEST(gen.stats().steps == runner.steps - 1);
+      BOOST_REQUIRE_EQUAL(got.size(), reqs.size());
+      for (const auto& r : reqs) {
+        std::string reason;
+        BOOST_TEST(got[r.id].token_ids == expected(r, cfg.eos_token_ids, 40, &reason), r.id);
+      }
+    }
+  }
 }
