@@ -116,8 +116,11 @@ Costs measure_costs(const ModelConfig& cfg, TensorSource& src) {
   return c;
 }
 
-// The batch-1 kernel floor: every matrix a one-token step streams (experts
-// 0..top_k-1 standing in for the chosen ones), each as one pool product at
+// The batch-1 kernel floor: every matrix a one-token step streams (top_k
+// experts per MoE layer standing in for the chosen ones: pass p takes experts
+// p*top_k .. p*top_k + top_k - 1 mod the layer's count, so that, as routing
+// does, the passes together read every expert's pages rather than the same
+// few, which stay in the TLB), each as one pool product at
 // n=1 on the compute path the model uses for it (linear(); kv_b, whose
 // absorbed halves stay exact, on the float path), in model order (so
 // nothing stays cached), timed by part. The decode
@@ -127,8 +130,13 @@ struct Floor {
     std::string part;
     QMatrix m;
     bool exact = false;  // always the float path
+    int64_t layer = -1;  // a routed expert's matrix: which of the layer's experts is the pass's choice
+    int64_t slot = -1;   // 0..top_k-1
+    int which = 0;       // gate, up, down
   };
   std::vector<Mat> mats;  // in model order
+  std::vector<std::vector<MlpWeights>> experts;  // [layer][expert]
+  int64_t top_k = 0;
 };
 
 Floor b1_floor_matrices(const ModelConfig& cfg, TensorSource& src) {
@@ -151,8 +159,12 @@ Floor b1_floor_matrices(const ModelConfig& cfg, TensorSource& src) {
     }
     add("router", L.moe.gate, true);
     if (L.moe.has_shared) mlp("shared expert", L.moe.shared);
-    for (int64_t e = 0; e < cfg.num_experts_per_tok; ++e) mlp("routed experts", load_expert(cfg, src, L.layer, e));
+    f.experts.resize(size_t(L.layer + 1));
+    for (int64_t e = 0; e < cfg.n_routed_experts; ++e) f.experts[size_t(L.layer)].push_back(load_expert(cfg, src, L.layer, e));
+    for (int64_t slot = 0; slot < cfg.num_experts_per_tok; ++slot)
+      for (int which = 0; which < 3; ++which) f.mats.push_back({"routed experts", QMatrix{}, false, L.layer, slot, which});
   }
+  f.top_k = cfg.num_experts_per_tok;
   add("lm_head", w.lm_head);
   return f;
 }
@@ -167,6 +179,9 @@ class FloorTimer {
       rows = std::max(rows, fm.m.rows), cols = std::max(cols, fm.m.cols);
       if (std::find(parts_.begin(), parts_.end(), fm.part) == parts_.end()) parts_.push_back(fm.part);
     }
+    for (const auto& layer : f_.experts)
+      for (const MlpWeights& w : layer)
+        for (const QMatrix* q : {&w.gate, &w.up, &w.down}) rows = std::max(rows, q->rows), cols = std::max(cols, q->cols);
     x_.assign(size_t(cols), 0.01f);
     y_.resize(size_t(rows));
     by_part_.resize(parts_.size());
@@ -174,13 +189,19 @@ class FloorTimer {
   void pass() {
     std::vector<double> sec(parts_.size(), 0.0);
     for (const Floor::Mat& fm : f_.mats) {
+      const QMatrix& m = fm.layer < 0 ? fm.m : expert_matrix(fm);
       const auto t0 = Clock::now();
-      linear(fm.m, x_.data(), 1, y_.data(), fm.exact ? Activations::f32 : act_, pool_);
+      linear(m, x_.data(), 1, y_.data(), fm.exact ? Activations::f32 : act_, pool_);
       sec[size_t(std::find(parts_.begin(), parts_.end(), fm.part) - parts_.begin())] += since(t0);
     }
     double total = 0;
     for (size_t i = 0; i < parts_.size(); ++i) by_part_[i].push_back(sec[i]), total += sec[i];
     totals_.push_back(total);
+  }
+  const QMatrix& expert_matrix(const Floor::Mat& fm) const {
+    const auto& layer = f_.experts[size_t(fm.layer)];
+    const MlpWeights& w = layer[size_t((int64_t(totals_.size()) * f_.top_k + fm.slot) % int64_t(layer.size()))];
+    return fm.which == 0 ? w.gate : fm.which == 1 ? w.up : w.down;
   }
   nlohmann::json json() const {  // medians over the passes
     nlohmann::json j;

@@ -19,7 +19,7 @@ import os
 from .points import point_id
 from .sweep import read_json
 
-PARAMS = ["point", "ranks", "mode", "batch", "micro_batches", "link", "load_before", "load_after"]
+PARAMS = ["point", "ranks", "mode", "batch", "micro_batches", "stages", "link", "load_before", "load_after"]
 PREDICTED = ["measured_tokens_per_s", "predicted_tokens_per_s", "error", "predicted_decode_tokens_per_s",
              "predicted_decode_step_seconds", "predicted_decode_bound", "predicted_prefill_tokens_per_s"]
 
@@ -86,7 +86,7 @@ def predicted_workload(pred, batch, prompt_tokens, tokens):
 
 def row(p, metrics, plan, prompt_tokens, tokens, load=None):
     r = {"point": point_id(p), "ranks": p.ranks, "mode": p.mode, "batch": p.batch,
-         "micro_batches": p.micro_batches, "link": p.link}
+         "micro_batches": p.micro_batches, "stages": p.stages, "link": p.link}
     # The machine's 1-minute load average around the run (sweep.py): other jobs on the cores slow a point.
     r["load_before"] = (load or {}).get("loadavg_1min_before", "")
     r["load_after"] = (load or {}).get("loadavg_1min_after", "")

@@ -29,25 +29,29 @@ def links_of(rows):
     return sorted({r["link"] for r in rows if r["link"] != "none"}) or ["none"]
 
 
-def series(rows, link, mode, batch, k, y):
+def series(rows, link, mode, batch, k, y, stages="bytes"):
     """(ranks, y) of one line: the 1-rank baseline, then mode's points on link
-    (pipeline: those with k micro-batches)."""
+    (pipeline: those with k micro-batches and that split)."""
     pts = [(int(r["ranks"]), num(y(r))) for r in rows
            if int(r["batch"]) == batch and
-           (int(r["ranks"]) == 1 or (r["link"] == link and r["mode"] == mode and int(r["micro_batches"]) == k))]
+           (int(r["ranks"]) == 1 or (r["link"] == link and r["mode"] == mode and int(r["micro_batches"]) == k
+                                     and (r.get("stages") or "bytes") == stages))]
     pts = sorted((x, v) for x, v in pts if v is not None)
     return [x for x, _ in pts], [v for _, v in pts]
 
 
 def lines(rows):
-    """(mode, k, batch, label) of every line to draw."""
+    """(mode, k, stages, batch, label) of every line to draw."""
     out = []
     for mode in ("pipeline", "expert"):
         ks = sorted({int(r["micro_batches"]) for r in rows if r["mode"] == mode}) or [0]
+        splits = sorted({r.get("stages") or "bytes" for r in rows if r["mode"] == mode}) or ["bytes"]
         for k in ks:
-            for batch in sorted({int(r["batch"]) for r in rows}):
-                kl = "" if len(ks) == 1 else f", {k or 'auto'} micro-batches"
-                out.append((mode, k, batch, f"{mode}, batch {batch}{kl}"))
+            for st in splits:
+                for batch in sorted({int(r["batch"]) for r in rows}):
+                    kl = "" if len(ks) == 1 else f", {k or 'auto'} micro-batches"
+                    sl = "" if len(splits) == 1 else f", stages {st}"
+                    out.append((mode, k, st, batch, f"{mode}, batch {batch}{kl}{sl}"))
     return out
 
 
@@ -56,8 +60,8 @@ def per_link(rows, path, field, title, ylabel, scale=1.0):
     links = links_of(rows)
     fig, axes = plt.subplots(1, len(links), figsize=(5.5 * len(links), 4), squeeze=False)
     for ax, link in zip(axes[0], links):
-        for mode, k, batch, label in lines(rows):
-            xs, ys = series(rows, link, mode, batch, k, lambda r: r.get(field))
+        for mode, k, st, batch, label in lines(rows):
+            xs, ys = series(rows, link, mode, batch, k, lambda r: r.get(field), st)
             if len(xs) > 1 or (xs and all(int(r["ranks"]) == 1 for r in rows)):
                 ax.plot(xs, [y * scale for y in ys], STYLE[mode], label=label)
         ax.set_title(f"{title}, link {link}")

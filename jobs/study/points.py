@@ -1,13 +1,17 @@
-"""The points of a scaling study: ranks x mode x batch x micro-batches x link.
+"""The points of a scaling study: ranks x mode x batch x micro-batches x
+stages x link.
 
 A point's id names every parameter, so a study directory holds one folder per
 point and a rerun finds what it has already measured. One rank has no mode
 (mode "single") and no link (nothing crosses one): it is measured once per
-batch and is the baseline of both modes on every link. Micro-batches vary only
-in pipeline mode (expert mode has one step in flight)."""
+batch and is the baseline of both modes on every link. Micro-batches and
+stages (generate's split: "bytes", the default, or "auto", by predicted time)
+vary only in pipeline mode (expert mode has one step in flight and every layer
+on every rank)."""
 from collections import namedtuple
 
-Point = namedtuple("Point", "ranks mode batch micro_batches link")
+Point = namedtuple("Point", "ranks mode batch micro_batches link stages", defaults=("bytes",))
+STAGES = ("bytes", "auto")
 
 MODES = ("pipeline", "expert")
 
@@ -18,7 +22,8 @@ class StudyError(Exception):
 
 def point_id(p):
     k = "auto" if p.micro_batches == 0 else str(p.micro_batches)
-    return f"r{p.ranks}-{p.mode}-b{p.batch}-k{k}-{p.link}"
+    s = "-sauto" if p.stages == "auto" else ""  # byte-balanced points keep the ids of older studies
+    return f"r{p.ranks}-{p.mode}-b{p.batch}-k{k}{s}-{p.link}"
 
 
 def positive_ints(text, what):
@@ -31,11 +36,16 @@ def positive_ints(text, what):
     return sorted(set(values))
 
 
-def grid(ranks, modes, batches, micro_batches, links):
+def grid(ranks, modes, batches, micro_batches, links, stages=("bytes",)):
     """All points, in the order they run: by link, then ranks, mode, batch."""
     for m in modes:
         if m not in MODES:
             raise StudyError(f"mode {m!r}: use pipeline or expert")
+    for s in stages:
+        if s not in STAGES:
+            raise StudyError(f"stages {s!r}: use bytes or auto")
+    if not stages:
+        raise StudyError("stages: give bytes, auto or both")
     if any(r < 1 for r in ranks):
         raise StudyError("ranks must be >= 1")
     if any(b < 1 for b in batches):
@@ -48,7 +58,8 @@ def grid(ranks, modes, batches, micro_batches, links):
             for m in modes:
                 for b in batches:
                     for k in (micro_batches if m == "pipeline" else [0]):
-                        points.append(Point(r, m, b, k, link))
+                        for s in (stages if m == "pipeline" else ["bytes"]):
+                            points.append(Point(r, m, b, k, link, s))
     seen, unique = set(), []
     for p in points:
         if p not in seen:

@@ -14,7 +14,7 @@ def fmt(v, spec):
 
 
 def efficiency(rows):
-    """[(link, batch, k, 2-rank pipeline tok/s, 1-rank tok/s, ratio)]."""
+    """[(link, batch, k, stages, 2-rank pipeline tok/s, 1-rank tok/s, ratio)]."""
     base = {int(r["batch"]): num(r.get("measured_tokens_per_s")) for r in rows if int(r["ranks"]) == 1}
     out = []
     for r in rows:
@@ -22,7 +22,7 @@ def efficiency(rows):
             b = int(r["batch"])
             two, one = num(r.get("measured_tokens_per_s")), base.get(b)
             if two and one:
-                out.append((r["link"], b, int(r["micro_batches"]), two, one, two / one))
+                out.append((r["link"], b, int(r["micro_batches"]), r.get("stages") or "bytes", two, one, two / one))
     return out
 
 
@@ -99,10 +99,10 @@ def write(path, rows, cfg, plots, command, missing=()):
     if eff:
         L.append("Throughput of 2 pipeline ranks over 1 rank, same batch and threads per rank:")
         L.append("")
-        L.append("| link | batch | micro-batches | 2 ranks tok/s | 1 rank tok/s | ratio |")
-        L.append("|---|---|---|---|---|---|")
-        for link, b, k, two, one, ratio in eff:
-            L.append(f"| {link} | {b} | {k or 'auto'} | {two:.1f} | {one:.1f} | {ratio:.2f} |")
+        L.append("| link | batch | micro-batches | stages | 2 ranks tok/s | 1 rank tok/s | ratio |")
+        L.append("|---|---|---|---|---|---|---|")
+        for link, b, k, st, two, one, ratio in eff:
+            L.append(f"| {link} | {b} | {k or 'auto'} | {st} | {two:.1f} | {one:.1f} | {ratio:.2f} |")
     else:
         L.append("Not measured (the study has no 1-rank and 2-rank pipeline points of the same batch).")
     L.append("")

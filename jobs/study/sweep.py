@@ -60,7 +60,7 @@ def requests(p, prompt_tokens, tokens, vocab):
     return out
 
 
-def generate_args(trillion, model, p, d, threads):
+def generate_args(trillion, model, p, d, threads, profile=None):
     args = [trillion, "generate", "--model", model, "--prompts", os.path.join(d, "requests.jsonl"),
             "--output", os.path.join(d, "results.jsonl"), "--restart", "--metrics", os.path.join(d, "metrics.json"),
             "--metrics-interval", "0", "--max-batch", str(p.batch), "--threads", str(threads)]
@@ -68,6 +68,8 @@ def generate_args(trillion, model, p, d, threads):
         args += ["--parallel", p.mode]
         if p.mode == "pipeline" and p.micro_batches:
             args += ["--micro-batches", str(p.micro_batches)]
+        if p.mode == "pipeline" and p.stages == "auto":  # from the profile plan predicts with: the same split
+            args += ["--stages", "auto"] + (["--profile", os.path.abspath(profile)] if profile else [])
     return args
 
 
@@ -81,7 +83,7 @@ def run_point(cfg, p, net, log):
     hf = os.path.join(d, "hostfile")
     cluster.hostfile(hf, p.ranks, net)
     cmd = cluster.mpirun_prefix(p.ranks, hf, cfg["prefix"], net) + generate_args(
-        os.path.abspath(cfg["trillion"]), os.path.abspath(cfg["model"]), p, d, cfg["threads"])
+        os.path.abspath(cfg["trillion"]), os.path.abspath(cfg["model"]), p, d, cfg["threads"], cfg.get("host_profile"))
     log(f"point {point_id(p)}")
     load_before = loadavg()
     with open(os.path.join(d, "generate.log"), "w") as err:
@@ -124,6 +126,7 @@ def discard_metrics(d):
 def plan_args(cfg, p):
     args = [cfg["trillion"], "plan", "--model", cfg["model"], "--ranks", str(p.ranks),
             "--parallel", "pipeline" if p.mode == "single" else p.mode, "--batch", str(p.batch),
+            "--max-batch", str(p.batch),  # generate's slots (--stages auto balances at it)
             "--threads", str(cfg["threads"]), "--json",
             # Every host is a namespace of this machine: ranks share its cores
             # (host i pinned to core i mod cores) and its bandwidth.
@@ -134,6 +137,8 @@ def plan_args(cfg, p):
             "--context", str(cfg["prompt_tokens"] + cfg["tokens"] // 2)]
     if p.micro_batches:  # 0: plan's default, one per stage, as generate's
         args += ["--micro-batches", str(p.micro_batches)]
+    if p.mode == "pipeline" and p.stages == "auto":
+        args += ["--stages", "auto"]
     if cfg.get("host_profile"):
         args += ["--profile", cfg["host_profile"]]
     if p.link != "none":

@@ -5,6 +5,7 @@
 // against what it has (weights, int8 copy, KV cache, working memory), the
 // shard files each host needs, and predicted tokens/s in both modes
 // (plan/predict.hpp) from the host and link profiles.
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -46,7 +47,9 @@ int run_plan(const Args& args) {
       ("host-memory", po::value(&host_memory), "memory of each host: one value (192G) or one per host (192G,512G); "
                                                "default: the host profile's")
       ("parallel", po::value(&parallel)->default_value("pipeline"), "pipeline | expert (the layout shown)")
-      ("stages", po::value(&stages), "pipeline layer ranges per rank, e.g. 0-14,15-30")
+      ("stages", po::value(&stages),
+       "pipeline layer ranges per rank, e.g. 0-14,15-30, or auto: balanced by predicted time at --max-batch "
+       "(default: balanced by bytes)")
       ("max-batch", po::value(&kv_slots)->default_value(8), "sequence slots (KV cache and working memory)")
       ("max-len", po::value(&kv_len)->default_value(4096), "positions per slot (KV cache)")
       ("kv-cache-tokens", po::value(&kv_tokens)->default_value(0),
@@ -118,6 +121,23 @@ int run_plan(const Args& args) {
   const Activations act = resolve_activations(activations, man.weight_format);
   const ParallelMode mode = parse_parallel_mode(parallel);
   const ModelSizes sizes = model_sizes(cfg, man);
+  const ModelCost cost = model_cost(cfg, man, act);
+  Cluster cl;
+  cl.host_of_rank = hosts.host_of_rank;
+  cl.hosts.assign(memory.size(), host);
+  cl.link = link;
+  cl.local = local;
+  cl.threads = threads;
+  cl.one_machine = emulated;
+  // --stages auto: balanced by the predicted time of a decode step at
+  // --max-batch (a batch job's steady state), one group's rows per stage.
+  if (stages == "auto" && mode == ParallelMode::pipeline) {
+    const int groups = std::max(1, std::min(micro_batches > 0 ? micro_batches : ranks, kv_slots));
+    // As generate balances it (--threads or the profile's cores, 256 cached
+    // positions or max-len - 1, not --context): the same flags, the same split.
+    stages = time_balanced_stages(cost, host, threads > 0 ? threads : host.cores, ranks,
+                                  std::ceil(double(kv_slots) / groups), std::min<int64_t>(256, kv_len - 1));
+  }
   const Layout layout = make_layout(cfg, sizes, mode, ranks, stages);
   const bool copies = requantizes_fp8(act, man.weight_format);
 
@@ -126,6 +146,7 @@ int run_plan(const Args& args) {
               {"weight_format", to_string(cfg.weight_format)}, {"parallel", to_string(mode)}, {"ranks", ranks},
               {"activations", to_string(act)}, {"threads", threads}, {"emulated", emulated}, {"context", context},
               {"host_profile", to_json(host)}, {"link_profile", to_json(link)}, {"local_link_profile", to_json(local)}};
+  if (!stages.empty() && mode == ParallelMode::pipeline) rep.json["stages"] = stages;  // given, or what auto chose
   RunShape shape;
   shape.slots = kv_slots;
   shape.max_len = kv_len;
@@ -173,15 +194,7 @@ int run_plan(const Args& args) {
   rep.json["fits"] = fits;
 
   // Predictions for both modes, each with its own layout (the one shown above for --parallel).
-  const ModelCost cost = model_cost(cfg, man, act);
   rep.json["bytes_per_token"] = cost.bytes_per_token();
-  Cluster cl;
-  cl.host_of_rank = hosts.host_of_rank;
-  cl.hosts.assign(memory.size(), host);
-  cl.link = link;
-  cl.local = local;
-  cl.threads = threads;
-  cl.one_machine = emulated;
   rep.json["predictions"] = nlohmann::json::array();
   for (ParallelMode m : {ParallelMode::pipeline, ParallelMode::expert}) {
     if (m == ParallelMode::expert && ranks > cfg.n_routed_experts) continue;

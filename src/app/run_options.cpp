@@ -19,7 +19,11 @@ void add_run_options(po::options_description& desc, RunOptions& o) {
        "KV-cache positions per rank, shared by all slots in blocks of 64 (0: max-batch x max-len); "
        "a request waits until its prompt + max_tokens fit")
       ("parallel", po::value(&o.parallel)->default_value("pipeline"), "pipeline | expert (with several ranks)")
-      ("stages", po::value(&o.stages), "pipeline layer ranges per rank, e.g. 0-14,15-30 (default: balanced by bytes)")
+      ("stages", po::value(&o.stages),
+       "pipeline layer ranges per rank, e.g. 0-14,15-30, or auto: balanced by the predicted time of a decode step "
+       "at --max-batch (trillion plan's model; default: balanced by bytes)")
+      ("profile", po::value(&o.profile),
+       "host profile JSON (trillion calibrate) that --stages auto predicts with (default: built in)")
       ("micro-batches", po::value(&o.micro_batches)->default_value(0),
        "pipeline steps in flight (0: one per stage)")
       ("activations", po::value(&o.activations)->default_value("auto"),

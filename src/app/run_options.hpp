@@ -18,7 +18,8 @@ struct RunOptions {
   int64_t step_tokens = 256;
   bool verify = true;
   std::string parallel = "pipeline";
-  std::string stages;       // --stages override
+  std::string stages;       // --stages override, or "auto" (balanced by predicted time)
+  std::string profile;      // --profile HOST.json: the host figures --stages auto predicts with
   int micro_batches = 0;    // 0: one per pipeline stage
   std::string activations = "auto";  // --activations auto | f32 | int8 (model/linear.hpp)
   std::string metrics_path; // --metrics FILE.json

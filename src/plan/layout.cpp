@@ -80,8 +80,8 @@ Layout make_layout(const ModelConfig& cfg, const ModelSizes& sizes, ParallelMode
       std::vector<int64_t> bytes(size_t(cfg.num_hidden_layers));
       for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) bytes[size_t(l)] = sizes.layer_total(l);
       // Balance the bytes each stage holds (DESIGN: stages sized by memory).
-      // Time per stage also depends on which experts a step touches; --stages
-      // overrides when a measured split is better.
+      // Time per stage also depends on which experts a step touches: --stages
+      // auto (plan/predict.hpp, time_balanced_stages) balances predicted time.
       st = balance_pipeline(bytes, sizes.embed, sizes.head, ranks);
     }
     for (int r = 0; r < ranks; ++r)

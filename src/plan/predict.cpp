@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.hpp"
+#include "plan/partition.hpp"
 
 namespace trillion {
 namespace {
@@ -271,6 +272,32 @@ std::vector<Prediction> predict(const ModelCost& mc, const Layout& layout, const
     const double P = double(o.prefill_tokens);
     per[0] = StepShape{P, 1, P / 2, 1};
     out.push_back(expert(mc, layout, cl, "prefill", o.prefill_tokens, per, P));
+  }
+  return out;
+}
+
+std::string time_balanced_stages(const ModelCost& mc, const HostProfile& host, int threads, int ranks, double rows,
+                                 int64_t context) {
+  RankCtx c;
+  c.host = &host;
+  c.threads = std::max(1, std::min(threads > 0 ? threads : host.cores, host.cores));
+  c.bandwidth = host.rank_bandwidth(c.threads, 1);
+  rows = std::max(1.0, rows);
+  // Picoseconds as integers: balance_pipeline's exact arithmetic and tie rule.
+  auto ps = [](const Time& t) { return int64_t(std::llround(t.total() * 1e12)); };
+  std::vector<int64_t> layer;
+  for (const LayerCost& L : mc.layers) {
+    Time t = layer_dense(mc, L, rows, rows, double(context), c);
+    if (L.moe) t += experts(mc, L, double(mc.n_experts), rows, c);
+    layer.push_back(ps(t));
+  }
+  const std::vector<LayerRange> stages = balance_pipeline(layer, 0, ps(call(mc.lm_head, rows, c)), ranks);
+  std::string out;
+  for (const LayerRange& r : stages) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(r.begin);
+    out += '-';
+    out += std::to_string(r.end - 1);
   }
   return out;
 }

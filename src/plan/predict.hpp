@@ -70,4 +70,17 @@ struct Prediction {
 std::vector<Prediction> predict(const ModelCost& cost, const Layout& layout, const Cluster& cluster,
                                 const PredictOptions& opts);
 
+// --stages auto: pipeline stages balanced by predicted time, not bytes. Each
+// layer's seconds in one decode step of `rows` rows (a group's) at `context`
+// cached positions, on `host` with `threads` threads; the head (lm_head at
+// `rows` logit rows) on the last stage, the embedding lookup free; then the
+// split minimizing the slowest stage (balance_pipeline over these times).
+// Bytes and time part where experts are concerned: a step of a few tokens
+// reads top_k of a layer's experts, not all the bytes a byte balance
+// weighs, while the head and the dense layers are read whole every step.
+// Hosts are taken alike (a stage's share of its host scales all its layers
+// alike). Returned as a --stages string, "0-2,3-5".
+std::string time_balanced_stages(const ModelCost& cost, const HostProfile& host, int threads, int ranks,
+                                 double rows, int64_t context);
+
 }  // namespace trillion

@@ -82,7 +82,9 @@ runs = [(int(r), m) for r, m in (x.split(":") for x in args.layouts.split(","))]
 for ranks, mode in runs:
     tag = f"{ranks}-{mode}"
     # A different slot count too: which sequences share a step must not matter.
-    out = trillion_run(tag, ranks, mode, ["--max-batch", 6 if ranks % 2 else 3])
+    # Three pipeline stages split by predicted time (--stages auto) rather than bytes.
+    auto = ["--stages", "auto"] if (ranks, mode) == (3, "pipeline") else []
+    out = trillion_run(tag, ranks, mode, ["--max-batch", 6 if ranks % 2 else 3, *auto])
     for r in score_reqs:
         a = os.path.join(base, "logits", r["id"] + ".npy")
         b = os.path.join(out, "logits", r["id"] + ".npy")

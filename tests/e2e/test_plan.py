@@ -45,6 +45,21 @@ f.check(all(p["tokens_per_s"] > 0 and p["bound"] in ("memory", "compute", "link"
         "every prediction has a rate and a bound")
 rate = {(p["mode"], p["batch"]): p["tokens_per_s"] for p in j["predictions"] if p["phase"] == "decode"}
 f.check(rate[("pipeline", 128)] > 4 * rate[("pipeline", 1)], "batching raises pipeline throughput")
+# --stages auto: the split by predicted time, named in the JSON and used for
+# the layout; at 32 sequences (4 groups of 8) its slowest stage, and so the
+# pipeline's rate, is no worse than the byte-balanced split's.
+by_time = plan("--config", ds, "--ranks", "4", "--max-batch", "32", "--batch", "32", "--stages", "auto", *m2)
+by_bytes = plan("--config", ds, "--ranks", "4", "--max-batch", "32", "--batch", "32", *m2)
+st = [tuple(int(x) for x in part.split("-")) for part in by_time.get("stages", "").split(",") if part]
+f.check(len(st) == 4 and st[0][0] == 0 and st[-1][1] == 60 and
+        all(a[1] + 1 == b[0] for a, b in zip(st, st[1:])), f"--stages auto: four contiguous stages ({st})")
+f.check([tuple(r["layers"]) for r in by_time["per_rank"]] == st, "the layout is the stages auto chose")
+rate_of = lambda j: next(p["tokens_per_s"] for p in j["predictions"]
+                         if (p["mode"], p["phase"], p["batch"]) == ("pipeline", "decode", 32))
+f.check(rate_of(by_time) >= 0.999 * rate_of(by_bytes),
+        f"--stages auto predicts no slower than bytes: {rate_of(by_time):.2f} vs {rate_of(by_bytes):.2f} tokens/s")
+f.expect_error([T, "plan", "--config", ds, "--ranks", "2", "--parallel", "expert", "--stages", "auto"],
+               ["--stages", "pipeline"], "--stages auto in expert mode")
 small = run([T, "plan", "--config", ds, "--ranks", "4", "--host-memory", "100G", *m2], check=False)
 f.check(small.returncode == 1 and "DOES NOT FIT" in small.stdout and "short" in small.stdout,
         f"four 100 GB hosts are refused with the shortfall (exit {small.returncode})")

@@ -212,3 +212,33 @@ BOOST_AUTO_TEST_CASE(emulated_hosts_share_the_machine_cores_by_pinning) {
   BOOST_TEST(predict(toy(), ex2, emulated2, o)[0].step_seconds == predict(toy(), ex2, apart2, o)[0].step_seconds,
              tt::tolerance(1e-12));
 }
+
+// --stages auto by hand: 4 MoE layers, each an attention matrix of 1 MB and
+// 64 experts of 1 MB (top 1), and a 5 MB head; memory-bound at 1 GB/s (the
+// kernels at 1e15 FLOP/s), so a matrix costs 1 ms per MB read.
+BOOST_AUTO_TEST_CASE(time_balanced_stages_by_hand) {
+  ModelCost c;
+  c.n_experts = 64;
+  c.top_k = 1;
+  c.hidden = 1000;
+  c.vocab = 5000;
+  for (int64_t l = 0; l < 4; ++l) {
+    LayerCost L;
+    L.layer = l;
+    L.moe = true;
+    L.attention = {{"attn", "k/f32", 1000, 250, 1000000}};
+    L.expert = {{"expert", "k/f32", 1000, 250, 1000000}};
+    c.layers.push_back(L);
+  }
+  c.lm_head = {"head", "k/f32", 5000, 250, 5000000};
+  HostProfile h = host();
+  h.kernels["k/f32"] = {{1, 1e15}};
+  // One row: a layer reads its attention and one expert (2 ms), the head 5 ms.
+  // Splits: 0|1-3+head 2 vs 11, 0-1|2-3+head 4 vs 9, 0-2|3+head 6 vs 7: the last.
+  // (By bytes, 65 MB a layer, it would be 0-1|2-3: 130 vs 135 MB against 195 vs 70.)
+  BOOST_TEST(time_balanced_stages(c, h, 1, 2, 1, 0) == "0-2,3-3");
+  // 64 rows touch 64 (1 - (63/64)^64) = 40.7 experts: a layer 41.7 ms, the head
+  // still 5 ms: 0-1|2-3+head (83.4 vs 88.4) beats 0-2|3+head (125 vs 46.7).
+  BOOST_TEST(time_balanced_stages(c, h, 1, 2, 64, 0) == "0-1,2-3");
+  BOOST_TEST(time_balanced_stages(c, h, 1, 4, 1, 0) == "0-0,1-1,2-2,3-3");
+}

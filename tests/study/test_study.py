@@ -53,6 +53,17 @@ class Grid(unittest.TestCase):
         self.assertEqual(sorted((p.mode, p.micro_batches) for p in pts),
                          [("expert", 0), ("pipeline", 1), ("pipeline", 2)])
 
+    def test_stages_vary_in_pipeline_mode_only(self):
+        pts = grid([1, 2], ["pipeline", "expert"], [8], [0], ["a"], ["bytes", "auto"])
+        self.assertEqual(sorted((p.ranks, p.mode, p.stages) for p in pts),
+                         [(1, "single", "bytes"), (2, "expert", "bytes"), (2, "pipeline", "auto"),
+                          (2, "pipeline", "bytes")])
+        # Byte-balanced points keep the ids older studies gave them (a study resumes across the change).
+        self.assertEqual(point_id(Point(2, "pipeline", 8, 0, "a")), "r2-pipeline-b8-kauto-a")
+        self.assertEqual(point_id(Point(2, "pipeline", 8, 0, "a", "auto")), "r2-pipeline-b8-kauto-sauto-a")
+        with self.assertRaisesRegex(StudyError, "stages 'time'"):
+            grid([2], ["pipeline"], [1], [0], ["a"], ["time"])
+
     def test_bad_input_is_named(self):
         with self.assertRaisesRegex(StudyError, "mode 'tensor'"):
             grid([2], ["tensor"], [1], [0], ["a"])
@@ -70,13 +81,27 @@ class Plan(unittest.TestCase):
         # context: the prompt and half the generated tokens (40 + 4).
         self.assertEqual(sweep.plan_args(cfg, Point(2, "pipeline", 8, 4, LINK)),
                          ["T", "plan", "--model", "M", "--ranks", "2", "--parallel", "pipeline", "--batch", "8",
-                          "--threads", "1", "--json", "--emulated", "--step-tokens", "256", "--context", "44",
-                          "--micro-batches", "4", "--link-profile", "profiles/emulated-1gbit.json"])
+                          "--max-batch", "8", "--threads", "1", "--json", "--emulated", "--step-tokens", "256",
+                          "--context", "44", "--micro-batches", "4", "--link-profile", "profiles/emulated-1gbit.json"])
         # One rank: no link; micro-batches 0 (one per stage) is plan's default, not passed.
         self.assertEqual(sweep.plan_args(dict(cfg, host_profile="h.json"), Point(1, "single", 1, 0, "none")),
                          ["T", "plan", "--model", "M", "--ranks", "1", "--parallel", "pipeline", "--batch", "1",
-                          "--threads", "1", "--json", "--emulated", "--step-tokens", "40", "--context", "44",
-                          "--profile", "h.json"])
+                          "--max-batch", "1", "--threads", "1", "--json", "--emulated", "--step-tokens", "40",
+                          "--context", "44", "--profile", "h.json"])
+
+    def test_stages_auto_reaches_plan_and_generate_alike(self):
+        cfg = {"trillion": "T", "model": "M", "threads": 1, "host_profile": "h.json", "prompt_tokens": 4, "tokens": 9,
+               "links": {LINK: {"path": "l.json"}}}
+        p = Point(2, "pipeline", 8, 0, LINK, "auto")
+        args = sweep.plan_args(cfg, p)
+        self.assertEqual(args[args.index("--stages"):args.index("--stages") + 2], ["--stages", "auto"])
+        self.assertEqual(args[args.index("--max-batch") + 1], "8")
+        self.assertEqual(args[args.index("--profile") + 1], "h.json")
+        gen = sweep.generate_args("T", "M", p, "D", 1, "h.json")
+        # The same split in both: generate predicts with the profile plan reads, at the same --max-batch.
+        self.assertEqual(gen[gen.index("--stages"):], ["--stages", "auto", "--profile", os.path.abspath("h.json")])
+        self.assertEqual(gen[gen.index("--max-batch") + 1], "8")
+        self.assertNotIn("--stages", sweep.generate_args("T", "M", Point(2, "pipeline", 8, 0, LINK), "D", 1, "h.json"))
 
     def test_requests_ask_for_exact_lengths(self):
         reqs = sweep.requests(Point(2, "expert", 3, 0, LINK), 5, 7, 100)
