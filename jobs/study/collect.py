@@ -19,7 +19,8 @@ import os
 from .points import point_id
 from .sweep import read_json
 
-PARAMS = ["point", "ranks", "mode", "batch", "micro_batches", "stages", "link", "load_before", "load_after"]
+PARAMS = ["point", "ranks", "mode", "batch", "micro_batches", "stages", "link", "load_before", "load_after",
+          "profile"]
 PREDICTED = ["measured_tokens_per_s", "predicted_tokens_per_s", "error", "predicted_decode_tokens_per_s",
              "predicted_decode_step_seconds", "predicted_decode_bound", "predicted_prefill_tokens_per_s"]
 
@@ -90,6 +91,8 @@ def row(p, metrics, plan, prompt_tokens, tokens, load=None):
     # The machine's 1-minute load average around the run (sweep.py): other jobs on the cores slow a point.
     r["load_before"] = (load or {}).get("loadavg_1min_before", "")
     r["load_after"] = (load or {}).get("loadavg_1min_after", "")
+    # Which host profile predicted it: the point's own calibration (--recalibrate) or the study's.
+    r["profile"] = "point" if (load or {}).get("own_profile") else "study"
     r.update(flatten(metrics, "metrics."))
     r.update(per_step(metrics))
     generated = int(metrics.get("tokens", {}).get("generated") or 0)
@@ -116,7 +119,9 @@ def row(p, metrics, plan, prompt_tokens, tokens, load=None):
 
 
 def load(study, points):
-    """(point, metrics, plan, load) of every measured point, in study order."""
+    """(point, metrics, plan, load) of every measured point, in study order
+    (load: load.json's figures, and own_profile: whether --recalibrate gave
+    the point a profile of its own)."""
     out = []
     for p in points:
         d = os.path.join(study, "points", point_id(p))
@@ -129,7 +134,9 @@ def load(study, points):
             continue
         plan = read_json(os.path.join(d, "plan.json"))
         load = read_json(os.path.join(d, "load.json"))
-        out.append((p, m, plan, load if isinstance(load, dict) else {}))
+        load = dict(load) if isinstance(load, dict) else {}
+        load["own_profile"] = os.path.exists(os.path.join(d, "profile.json"))
+        out.append((p, m, plan, load))
     return out
 
 

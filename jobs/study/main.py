@@ -38,6 +38,9 @@ def parser():
     ap.add_argument("--threads", type=int, default=1, help="threads per rank")
     ap.add_argument("--profile", help="host profile JSON for trillion plan (default: trillion calibrate of this "
                     "machine, once, into the study's profile.json)")
+    ap.add_argument("--recalibrate", action="store_true",
+                    help="trillion calibrate before every point (~20 s) and predict each point from its own profile: "
+                         "on a machine whose speed drifts, the error then measures the model, not the drift")
     ap.add_argument("--point-timeout", type=float, default=900, help="seconds before a point counts as failed")
     ap.add_argument("--name", default="trl", help="cluster name: prefix of its namespaces (1-6 characters)")
     ap.add_argument("--net", type=int, default=77, help="the cluster's subnet is 10.NET.0.0/24")
@@ -73,7 +76,7 @@ def config(a):
     cfg = {"study": a.out, "model": os.path.abspath(a.model), "trillion": os.path.abspath(a.trillion),
            "tokens": a.tokens, "prompt_tokens": a.prompt_tokens, "threads": a.threads, "vocab": vocab,
            "links": links, "prefix": a.name, "net": a.net, "point_timeout": a.point_timeout,
-           "host_profile": a.profile, "cores": os.cpu_count() or 1}
+           "host_profile": a.profile, "cores": os.cpu_count() or 1, "recalibrate": a.recalibrate}
     return cfg, points
 
 

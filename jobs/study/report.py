@@ -57,6 +57,12 @@ def write(path, rows, cfg, plots, command, missing=()):
              "cores, host i pinned to core i mod cores, and its bandwidth) with host profile "
              + (f"`{os.path.relpath(prof, cfg['study']) if os.path.dirname(os.path.abspath(prof)) == os.path.abspath(cfg['study']) else prof}`"
                 if prof else "the built-in default") + "; `trillion calibrate` measured it unless given.")
+    own = sum(1 for r in rows if r.get("profile") == "point")
+    if own:
+        L.append("")
+        L.append(f"{own} of {len(rows)} point(s) were predicted from a calibration of their own, run just before "
+                 f"the point (`--recalibrate`: `points/<point>/profile.json`), so that the machine's drift "
+                 f"between points is not counted as the model's error.")
     L.append("")
     L.append("## Points")
     L.append("")

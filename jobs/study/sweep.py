@@ -8,6 +8,7 @@ Layout of a study directory:
   points/<id>/metrics.json       generate --metrics (complete once "final": true)
   points/<id>/load.json          the machine's 1-minute load average before and after
   points/<id>/plan.json          trillion plan --json for the point (when plan predicts)
+  points/<id>/profile.json       --recalibrate: trillion calibrate just before the point ran
 A point whose metrics.json is final is measured: a rerun skips it, so a study
 resumes like a batch job (after a stop, a crash or a requeue)."""
 import json
@@ -39,6 +40,27 @@ def read_json(path):
 def measured(study, p):
     m = read_json(os.path.join(point_dir(study, p), "metrics.json"))
     return isinstance(m, dict) and m.get("final") is True
+
+
+def host_profile(cfg, p):
+    """The host profile a point is predicted (and --stages auto split) with:
+    its own calibration when --recalibrate made one, else the study's."""
+    own = os.path.join(point_dir(cfg["study"], p), "profile.json")
+    return own if os.path.exists(own) else cfg.get("host_profile")
+
+
+def recalibrate(cfg, p, log):
+    """--recalibrate: this machine's figures right before the point, so that
+    on a machine whose speed drifts (a shared VM: 30-50% within minutes here)
+    the prediction's error measures the model, not the drift."""
+    d = point_dir(cfg["study"], p)
+    path = os.path.join(d, "profile.json")
+    proc = subprocess.run([cfg["trillion"], "calibrate", "--output", path + ".tmp"], capture_output=True, text=True)
+    if proc.returncode == 0:
+        os.replace(path + ".tmp", path)
+    else:
+        log(f"point {point_id(p)}: trillion calibrate failed, predicting from the study's profile: "
+            f"{proc.stderr.strip()[-300:]}")
 
 
 def loadavg():
@@ -82,8 +104,10 @@ def run_point(cfg, p, net, log):
             fp.write(json.dumps(r) + "\n")
     hf = os.path.join(d, "hostfile")
     cluster.hostfile(hf, p.ranks, net)
+    if cfg.get("recalibrate"):
+        recalibrate(cfg, p, log)
     cmd = cluster.mpirun_prefix(p.ranks, hf, cfg["prefix"], net) + generate_args(
-        os.path.abspath(cfg["trillion"]), os.path.abspath(cfg["model"]), p, d, cfg["threads"], cfg.get("host_profile"))
+        os.path.abspath(cfg["trillion"]), os.path.abspath(cfg["model"]), p, d, cfg["threads"], host_profile(cfg, p))
     log(f"point {point_id(p)}")
     load_before = loadavg()
     with open(os.path.join(d, "generate.log"), "w") as err:
@@ -139,8 +163,8 @@ def plan_args(cfg, p):
         args += ["--micro-batches", str(p.micro_batches)]
     if p.mode == "pipeline" and p.stages == "auto":
         args += ["--stages", "auto"]
-    if cfg.get("host_profile"):
-        args += ["--profile", cfg["host_profile"]]
+    if host_profile(cfg, p):
+        args += ["--profile", host_profile(cfg, p)]
     if p.link != "none":
         args += ["--link-profile", cfg["links"][p.link]["path"]]
     return args

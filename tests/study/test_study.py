@@ -76,7 +76,7 @@ class Grid(unittest.TestCase):
 class Plan(unittest.TestCase):
     def test_plan_arguments(self):
         cfg = {"trillion": "T", "model": "M", "threads": 1, "host_profile": None, "prompt_tokens": 40, "tokens": 9,
-               "links": {LINK: {"path": "profiles/emulated-1gbit.json"}}}
+               "links": {LINK: {"path": "profiles/emulated-1gbit.json"}}, "study": "/nonexistent-study"}
         # The prefill step: the batch's prompts, 256 tokens at most (8 x 40 -> 256); the
         # context: the prompt and half the generated tokens (40 + 4).
         self.assertEqual(sweep.plan_args(cfg, Point(2, "pipeline", 8, 4, LINK)),
@@ -91,7 +91,7 @@ class Plan(unittest.TestCase):
 
     def test_stages_auto_reaches_plan_and_generate_alike(self):
         cfg = {"trillion": "T", "model": "M", "threads": 1, "host_profile": "h.json", "prompt_tokens": 4, "tokens": 9,
-               "links": {LINK: {"path": "l.json"}}}
+               "links": {LINK: {"path": "l.json"}}, "study": "/nonexistent-study"}
         p = Point(2, "pipeline", 8, 0, LINK, "auto")
         args = sweep.plan_args(cfg, p)
         self.assertEqual(args[args.index("--stages"):args.index("--stages") + 2], ["--stages", "auto"])
@@ -102,6 +102,21 @@ class Plan(unittest.TestCase):
         self.assertEqual(gen[gen.index("--stages"):], ["--stages", "auto", "--profile", os.path.abspath("h.json")])
         self.assertEqual(gen[gen.index("--max-batch") + 1], "8")
         self.assertNotIn("--stages", sweep.generate_args("T", "M", Point(2, "pipeline", 8, 0, LINK), "D", 1, "h.json"))
+
+    def test_a_point_calibrated_before_it_ran_is_predicted_from_its_own_profile(self):
+        study = tempfile.mkdtemp()
+        try:
+            cfg = {"trillion": "T", "model": "M", "threads": 1, "host_profile": "h.json", "prompt_tokens": 4,
+                   "tokens": 9, "links": {}, "study": study}
+            p, q = Point(1, "single", 1, 0, "none"), Point(1, "single", 8, 0, "none")
+            own = os.path.join(sweep.point_dir(study, p), "profile.json")
+            os.makedirs(os.path.dirname(own))
+            with open(own, "w") as fp:
+                fp.write("{}")
+            self.assertEqual(sweep.plan_args(cfg, p)[-2:], ["--profile", own])
+            self.assertEqual(sweep.plan_args(cfg, q)[-2:], ["--profile", "h.json"])
+        finally:
+            shutil.rmtree(study)
 
     def test_requests_ask_for_exact_lengths(self):
         reqs = sweep.requests(Point(2, "expert", 3, 0, LINK), 5, 7, 100)
