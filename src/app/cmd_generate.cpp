@@ -68,7 +68,7 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
           {"decode_steps", st.decode_seconds},
           {"first_step", st.first_step_seconds},
           {"warmup", st.warmup_seconds}}},
-        {"first_step_rows", st.first_step_tokens},
+        {"first_step_rows", st.first_step_rows},
         {"tokens_per_second",
          {{"prefill", st.prefill_seconds > 0 ? double(st.prefill_tokens) / st.prefill_seconds : 0.0},
           {"decode", st.decode_seconds > 0 ? double(st.decode_tokens) / st.decode_seconds : 0.0},

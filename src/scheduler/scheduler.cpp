@@ -180,7 +180,7 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
     if (!first_done) {
       first_done = true;
       stats_.first_step_seconds = secs;
-      stats_.first_step_tokens = g.rows;
+      stats_.first_step_rows = g.rows;
     }
     g.in_flight = false;
     --in_flight;

@@ -50,11 +50,12 @@ struct SchedulerStats {
   int64_t decode_tokens = 0;
   double prefill_seconds = 0;  // submit-to-result time of steps that carried prefill rows
   double decode_seconds = 0;   // submit-to-result time of decode-only steps
-  // The run's first step (counted in the above too): it alone touches the
-  // KV cache and activation buffers for the first time, and a study tells
-  // that warm-up apart from the steady rate.
+  // The run's first step (counted in the above too), apart: without a
+  // warm-up step (warm_up) it pays the run's first touches of weights and
+  // buffers, and a study tells that from the steady rate; with one, it shows
+  // what remains.
   double first_step_seconds = 0;
-  int64_t first_step_tokens = 0;
+  int64_t first_step_rows = 0;
   double warmup_seconds = 0;  // warm_up()'s step, not counted in steps or the above
   int64_t warmup_rows = 0;
   int64_t drafted = 0;   // speculative: drafts verified

@@ -99,6 +99,14 @@ for ranks in (1, 2):
     final = check_run(tag, cmd, metrics, "generate", ranks, N, GENERATE_KEYS)
     generated = sum(len(r["token_ids"]) for r in map(json.loads, open(out)))
     f.check(final.get("tokens", {}).get("generated") == generated, f"{tag}: final tokens {final.get('tokens')}")
+    # The warm-up step is timed apart (outside the generation's seconds); the
+    # first step is one of the run's steps, of at most --max-batch prompts' rows.
+    sec = final.get("seconds", {})
+    f.check(sec.get("warmup", 0) > 0 and 0 < sec.get("first_step", 0) <= sec.get("generation", 0) and
+            sec["first_step"] <= sec.get("prefill_steps", 0) + sec.get("decode_steps", 0) + 1e-9,
+            f"{tag}: warm-up and first step timed: {sec}")
+    f.check(0 < final.get("first_step_rows", 0) <= final.get("tokens", {}).get("prefill", 0) + 2,
+            f"{tag}: first step rows {final.get('first_step_rows')}")
 
 # score: the same running updates, the final file in the same schema (no steps).
 S = 400
