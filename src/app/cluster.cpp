@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -29,25 +28,19 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// --stages auto: `trillion plan`'s split by predicted time of a decode step
-// at --max-batch, one group's rows per stage. Every rank computes it from
-// the same inputs (the model, the flags, the profile), so all agree; the
-// threads are --threads, or the profile's cores when not given (a rank's
-// own core count could differ between hosts, and only the layers' relative
-// times matter).
-std::string auto_stages(const RunOptions& o, const ModelConfig& cfg, const Manifest& man, Activations act,
-                        const RunShape& shape, int ranks) {
+// --stages auto: `trillion plan`'s split (plan/predict.hpp, auto_stages).
+// Every rank computes it from the same inputs (the model, the flags, the
+// profile), so all agree.
+std::string auto_stages_of(const RunOptions& o, const ModelConfig& cfg, const Manifest& man, Activations act,
+                           const RunShape& shape, int ranks) {
   HostProfile host = default_host_profile();
   if (!o.profile.empty()) {
     ProfileFile p = read_profile(o.profile);
     if (!p.has_host) throw InputError("--profile " + o.profile + ": no \"host\" in it");
     host = p.host;
   }
-  const int groups = std::max(1, std::min(shape.micro_batches > 0 ? shape.micro_batches : ranks, shape.slots));
-  const double rows = std::ceil(double(shape.slots) / groups);
-  const int64_t context = std::min<int64_t>(256, shape.max_len - 1);  // as trillion plan balances it
-  return time_balanced_stages(model_cost(cfg, man, act), host, o.threads > 0 ? o.threads : host.cores, ranks, rows,
-                              context);
+  return auto_stages(model_cost(cfg, man, act), host, o.threads, ranks, shape.slots, shape.micro_batches,
+                     shape.max_len);
 }
 }  // namespace
 
@@ -112,7 +105,7 @@ void Cluster::set_up() {
     }
     std::string stages = opts_.stages;
     if (stages == "auto" && mode == ParallelMode::pipeline)
-      stages = auto_stages(opts_, cfg, store_->manifest(), act, shape, env_->size());
+      stages = auto_stages_of(opts_, cfg, store_->manifest(), act, shape, env_->size());
     layout_ = make_layout(cfg, model_sizes(cfg, store_->manifest()), mode, env_->size(), stages);
     if (opts_.micro_batches > opts_.max_batch)
       throw InputError("--micro-batches " + std::to_string(opts_.micro_batches) + " exceeds --max-batch " +

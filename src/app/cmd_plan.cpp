@@ -5,7 +5,6 @@
 // against what it has (weights, int8 copy, KV cache, working memory), the
 // shard files each host needs, and predicted tokens/s in both modes
 // (plan/predict.hpp) from the host and link profiles.
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -130,14 +129,9 @@ int run_plan(const Args& args) {
   cl.threads = threads;
   cl.one_machine = emulated;
   // --stages auto: balanced by the predicted time of a decode step at
-  // --max-batch (a batch job's steady state), one group's rows per stage.
-  if (stages == "auto" && mode == ParallelMode::pipeline) {
-    const int groups = std::max(1, std::min(micro_batches > 0 ? micro_batches : ranks, kv_slots));
-    // As generate balances it (--threads or the profile's cores, 256 cached
-    // positions or max-len - 1, not --context): the same flags, the same split.
-    stages = time_balanced_stages(cost, host, threads > 0 ? threads : host.cores, ranks,
-                                  std::ceil(double(kv_slots) / groups), std::min<int64_t>(256, kv_len - 1));
-  }
+  // --max-batch (a batch job's steady state), as generate splits it.
+  if (stages == "auto" && mode == ParallelMode::pipeline)
+    stages = auto_stages(cost, host, threads, ranks, kv_slots, micro_batches, kv_len);
   const Layout layout = make_layout(cfg, sizes, mode, ranks, stages);
   const bool copies = requantizes_fp8(act, man.weight_format);
 

@@ -302,4 +302,11 @@ std::string time_balanced_stages(const ModelCost& mc, const HostProfile& host, i
   return out;
 }
 
+std::string auto_stages(const ModelCost& mc, const HostProfile& host, int threads, int ranks, int32_t max_batch,
+                        int micro_batches, int64_t max_len) {
+  const int groups = std::max(1, std::min(micro_batches > 0 ? micro_batches : ranks, int(max_batch)));
+  return time_balanced_stages(mc, host, threads > 0 ? threads : host.cores, ranks,
+                              std::ceil(double(max_batch) / groups), std::min<int64_t>(256, max_len - 1));
+}
+
 }  // namespace trillion

@@ -83,4 +83,12 @@ std::vector<Prediction> predict(const ModelCost& cost, const Layout& layout, con
 std::string time_balanced_stages(const ModelCost& cost, const HostProfile& host, int threads, int ranks,
                                  double rows, int64_t context);
 
+// The split `--stages auto` makes for a run's flags, the one rule generate
+// and plan share (so the same flags give the same split): a decode step at
+// --max-batch in min(micro-batches (0: one per stage), max-batch) groups,
+// 256 cached positions (or max-len - 1), --threads or the profile's cores
+// (a rank's own core count could differ between hosts).
+std::string auto_stages(const ModelCost& cost, const HostProfile& host, int threads, int ranks, int32_t max_batch,
+                        int micro_batches, int64_t max_len);
+
 }  // namespace trillion
