@@ -28,7 +28,8 @@ def parser():
     ap.add_argument("--ranks", default="1,2,4")
     ap.add_argument("--modes", default="pipeline,expert")
     ap.add_argument("--batches", default="1,8,32")
-    ap.add_argument("--micro-batches", default="0", help="pipeline steps in flight; 0: one per stage")
+    ap.add_argument("--micro-batches", default="0", help="pipeline steps in flight (0: one per stage); expert: row groups per "
+                    "rank that take turns at the MoE layers (0: one)")
     ap.add_argument("--stages", default="bytes",
                     help="pipeline splits: bytes (balanced by bytes, generate's default), auto (--stages auto: "
                          "by predicted time), or bytes,auto")

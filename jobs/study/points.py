@@ -4,10 +4,12 @@ stages x link.
 A point's id names every parameter, so a study directory holds one folder per
 point and a rerun finds what it has already measured. One rank has no mode
 (mode "single") and no link (nothing crosses one): it is measured once per
-batch and is the baseline of both modes on every link. Micro-batches and
-stages (generate's split: "bytes", the default, or "auto", by predicted time)
-vary only in pipeline mode (expert mode has one step in flight and every layer
-on every rank)."""
+batch and is the baseline of both modes on every link. Micro-batches are
+pipeline steps in flight, or in expert mode groups of each rank's rows that
+take turns at the MoE layers (generate's --micro-batches in both; 0 is its
+default). Stages (generate's split: "bytes", the default, or "auto", by
+predicted time) vary only in pipeline mode (expert mode has every layer on
+every rank)."""
 from collections import namedtuple
 
 Point = namedtuple("Point", "ranks mode batch micro_batches link stages", defaults=("bytes",))
@@ -57,7 +59,7 @@ def grid(ranks, modes, batches, micro_batches, links, stages=("bytes",)):
         for r in (r for r in ranks if r > 1):
             for m in modes:
                 for b in batches:
-                    for k in (micro_batches if m == "pipeline" else [0]):
+                    for k in micro_batches:
                         for s in (stages if m == "pipeline" else ["bytes"]):
                             points.append(Point(r, m, b, k, link, s))
     seen, unique = set(), []

@@ -3,6 +3,15 @@
 // experts' outputs, locally (LocalExperts) or on the ranks that own them
 // (the runtime's RMA implementation). Outputs come back per (token, k), so the
 // combine adds them in top-k order at the same point whatever computed them.
+//
+// The split form lets a caller overlap groups of rows (Transformer's
+// groups of rows in expert mode): begin() hands a request over (an
+// expert-parallel backend sends the dispatch and returns), serve() does the
+// work the other ranks asked of every begun request (their tokens on this
+// rank's experts, all groups in one pass so an expert's weights stream once),
+// end() completes the oldest served request (its `out` is written). Requests
+// complete first in first out; the requests served together must be of one
+// layer; `x`, `ids` and `out` stay valid until end(). run() is the three in one.
 #pragma once
 #include <cstdint>
 
@@ -22,6 +31,11 @@ class ExpertBackend {
  public:
   virtual ~ExpertBackend() = default;
   virtual void run(const ExpertRequest& req) = 0;
+  // By default begin() computes the request at once (local experts have
+  // nobody to overlap with).
+  virtual void begin(const ExpertRequest& req) { run(req); }
+  virtual void serve() {}
+  virtual void end() {}
 };
 
 }  // namespace trillion

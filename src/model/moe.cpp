@@ -10,8 +10,8 @@
 
 namespace trillion {
 
-void moe_forward(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step,
-                 ExpertBackend& experts, const float* x, float* y) {
+void moe_begin(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step,
+               ExpertBackend& experts, const float* x, MoeInFlight& f) {
   const int64_t n = step.n(), d = cfg.hidden_size, E = cfg.n_routed_experts, k = cfg.num_experts_per_tok;
 
   std::vector<float> scores(size_t(n * E));  // [n, E] sigmoid(x . Wgate^T)
@@ -19,22 +19,26 @@ void moe_forward(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, con
   // expert choice, a discrete change no tolerance covers.
   matmul(w.gate, x, n, scores.data(), step.pool);
   for (float& s : scores) s = sigmoid(s);
-  std::vector<int32_t> ids(size_t(n * k));   // [n, k] chosen experts, top-k order
-  std::vector<float> weights(size_t(n * k)); // [n, k] combine weights
-  for (int64_t t = 0; t < n; ++t) route_token(cfg, &scores[size_t(t * E)], w.bias, &ids[size_t(t * k)], &weights[size_t(t * k)]);
+  f.ids.assign(size_t(n * k), 0);
+  f.weights.assign(size_t(n * k), 0.0f);
+  for (int64_t t = 0; t < n; ++t)
+    route_token(cfg, &scores[size_t(t * E)], w.bias, &f.ids[size_t(t * k)], &f.weights[size_t(t * k)]);
   step.dump.dump(layer, "router_scores", scores.data(), {n, E});
-  step.dump.dump(layer, "router_weights", weights.data(), {n, k});
+  step.dump.dump(layer, "router_weights", f.weights.data(), {n, k});
   if (step.dump.enabled()) {
-    std::vector<float> idf(ids.begin(), ids.end());
+    std::vector<float> idf(f.ids.begin(), f.ids.end());
     step.dump.dump(layer, "router_ids", idf.data(), {n, k});
   }
+  f.routed.assign(size_t(n * k * d), 0.0f);
+  experts.begin(ExpertRequest{layer, n, k, d, x, f.ids.data(), f.routed.data()});
+}
 
-  std::vector<float> routed(size_t(n * k * d));  // [n, k, d] unweighted expert outputs
-  experts.run(ExpertRequest{layer, n, k, d, x, ids.data(), routed.data()});
-
+void moe_end(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step, const MoeInFlight& f,
+             const float* x, float* y) {
+  const int64_t n = step.n(), d = cfg.hidden_size, k = cfg.num_experts_per_tok;
   std::fill_n(y, n * d, 0.0f);
   for (int64_t t = 0; t < n; ++t)
-    for (int64_t j = 0; j < k; ++j) axpy(weights[size_t(t * k + j)], &routed[size_t((t * k + j) * d)], y + t * d, d);
+    for (int64_t j = 0; j < k; ++j) axpy(f.weights[size_t(t * k + j)], &f.routed[size_t((t * k + j) * d)], y + t * d, d);
   step.dump.dump(layer, "moe_routed", y, {n, d});
   if (w.has_shared) {
     std::vector<float> shared(size_t(n * d));  // [n, d]
@@ -42,6 +46,15 @@ void moe_forward(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, con
     step.dump.dump(layer, "moe_shared", shared.data(), {n, d});
     add(y, shared.data(), n * d);
   }
+}
+
+void moe_forward(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step,
+                 ExpertBackend& experts, const float* x, float* y) {
+  MoeInFlight f;
+  moe_begin(cfg, w, layer, step, experts, x, f);
+  experts.serve();
+  experts.end();
+  moe_end(cfg, w, layer, step, f, x, y);
 }
 
 }  // namespace trillion

@@ -2,6 +2,7 @@
 // ExpertBackend (here or on other ranks), combine in a fixed order.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "config/model_config.hpp"
 #include "model/expert_backend.hpp"
@@ -15,5 +16,18 @@ namespace trillion {
 // order for every token whatever computed the experts.
 void moe_forward(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step,
                  ExpertBackend& experts, const float* x, float* y);
+
+// moe_forward in two halves, for callers that overlap groups of rows:
+// moe_begin routes and hands the chosen experts to experts.begin(); after
+// the backend's serve() and end(), moe_end combines. x stays valid between.
+struct MoeInFlight {
+  std::vector<int32_t> ids;     // [n, k] chosen experts, top-k order
+  std::vector<float> weights;   // [n, k] combine weights
+  std::vector<float> routed;    // [n, k, d] unweighted expert outputs, written by the backend
+};
+void moe_begin(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step,
+               ExpertBackend& experts, const float* x, MoeInFlight& f);
+void moe_end(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step, const MoeInFlight& f,
+             const float* x, float* y);
 
 }  // namespace trillion

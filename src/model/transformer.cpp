@@ -49,23 +49,32 @@ void check_rows(const Batch& batch, const KvCache& cache) {
 
 }  // namespace
 
-void decoder_layer(const ModelConfig& cfg, const LayerWeights& layer, const Step& step, ExpertBackend& experts,
-                   float* x, float* h, float* delta) {
+void attention_block(const ModelConfig& cfg, const LayerWeights& layer, const Step& step, float* x, float* h,
+                     float* delta) {
   const int64_t l = layer.layer, n = step.n(), d = cfg.hidden_size;
   const double eps = cfg.rms_norm_eps;
   rmsnorm_rows(x, n, layer.input_norm, eps, h);
   attention_forward(cfg, layer.attn, l, step, h, delta);
   step.dump.dump(l, "attn_out", delta, {n, d});
   add(x, delta, n * d);
-
   rmsnorm_rows(x, n, layer.post_attn_norm, eps, h);
-  if (layer.is_moe)
-    moe_forward(cfg, layer.moe, l, step, experts, h, delta);
-  else
-    mlp_forward(layer.mlp, h, n, delta, step.act, step.pool);
+}
+
+void finish_layer(const ModelConfig& cfg, const LayerWeights& layer, const Step& step, float* x, const float* delta) {
+  const int64_t l = layer.layer, n = step.n(), d = cfg.hidden_size;
   step.dump.dump(l, "mlp_out", delta, {n, d});
   add(x, delta, n * d);
   step.dump.dump(l, "hidden", x, {n, d});
+}
+
+void decoder_layer(const ModelConfig& cfg, const LayerWeights& layer, const Step& step, ExpertBackend& experts,
+                   float* x, float* h, float* delta) {
+  attention_block(cfg, layer, step, x, h, delta);
+  if (layer.is_moe)
+    moe_forward(cfg, layer.moe, layer.layer, step, experts, h, delta);
+  else
+    mlp_forward(layer.mlp, h, step.n(), delta, step.act, step.pool);
+  finish_layer(cfg, layer, step, x, delta);
 }
 
 Transformer::Transformer(const ModelConfig& cfg, const LayerRange& range, TensorSource& source, ThreadPool& pool,
@@ -97,14 +106,22 @@ void Transformer::forward(const Batch& batch, float* x, KvCache& cache) {
   cache.prepare(batch);  // even with no rows: released slots return their blocks on every rank
   const int64_t n = batch.size(), d = cfg_.hidden_size, half = cfg_.qk_rope_head_dim / 2;
   if (n == 0) {
-    // No rows here, but the backend still sees every MoE layer once: an
-    // expert-parallel backend exchanges with the other ranks at each layer,
-    // and they must not wait for a rank that has no tokens this step.
-    for (const LayerWeights& layer : weights_->layers)
-      if (layer.is_moe)
-        experts_->run(ExpertRequest{layer.layer, 0, cfg_.num_experts_per_tok, d, nullptr, nullptr, nullptr});
+    // No rows here, but the backend still sees every MoE layer, as many
+    // groups as a rank with rows: an expert-parallel backend exchanges with
+    // the other ranks at each layer, and they must not wait for a rank that
+    // has no tokens this step.
+    const ExpertRequest none{0, 0, cfg_.num_experts_per_tok, d, nullptr, nullptr, nullptr};
+    for (const LayerWeights& layer : weights_->layers) {
+      if (!layer.is_moe) continue;
+      ExpertRequest req = none;
+      req.layer = layer.layer;
+      for (int g = 0; g < groups_; ++g) experts_->begin(req);
+      experts_->serve();
+      for (int g = 0; g < groups_; ++g) experts_->end();
+    }
     return;
   }
+  if (groups_ > 1) return forward_in_groups(batch, x, cache);
   dump_->next_step();
   std::vector<float> cos(size_t(n * half)), sin(size_t(n * half));  // [n, rope/2]
   for (int64_t t = 0; t < n; ++t) rope_->tables(batch.rows[size_t(t)].pos, &cos[size_t(t * half)], &sin[size_t(t * half)]);

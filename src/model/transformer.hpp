@@ -27,6 +27,14 @@ class Dumper;         // model/dump.hpp
 // out[t] = RMSNorm(x[t]) * w for each of n rows of width w.size.
 void rmsnorm_rows(const float* x, int64_t n, const VecView& w, double eps, float* out);
 
+// decoder_layer's two ends, for the grouped schedule (transformer_groups.cpp):
+// attention_block runs the input norm, attention and its residual on x and
+// leaves the MLP / MoE input in h; finish_layer adds that block's output
+// delta to x.
+void attention_block(const ModelConfig& cfg, const LayerWeights& layer, const Step& step, float* x, float* h,
+                     float* delta);
+void finish_layer(const ModelConfig& cfg, const LayerWeights& layer, const Step& step, float* x, const float* delta);
+
 // One decoder layer in place on x[step.n(), hidden] (norm, MLA attention over
 // step.cache, residual, norm, MLP or MoE, residual); h and delta are
 // [n, hidden] scratch. The main stack and the MTP layer both run this.
@@ -56,6 +64,25 @@ class Transformer {
   // and positions before a row's first pos in this batch must already be cached.
   void forward(const Batch& batch, float* x, KvCache& cache);
 
+  // Splits each step's rows into `groups` (whole sequences each) that take
+  // turns at every MoE layer: while one group's tokens are with the experts'
+  // owners, the next group's attention runs, and a group whose combine is
+  // done starts the next layer (DESIGN: expert mode's schedule). Only an
+  // expert backend that overlaps (RmaExperts) gains; every rank of a run
+  // must use the same count, since each group is one exchange. A row's bits
+  // do not change: rows never mix inside a kernel. 1 = one group.
+  //
+  // A group of few rows is not worth its own pass over the attention and
+  // dense weights: while streaming them, not the arithmetic, sets the pace,
+  // a second pass costs more than the exchange it hides (the bench model, 2
+  // ranks x 1 thread: decode at 16 rows a rank split in two ran 15% slower,
+  // prefill at 128 rows a rank 5% faster). So a step forms at most
+  // rows / min_group_rows groups; the rest stay empty, and still take their
+  // turns, so the exchanges line up.
+  static constexpr int64_t kMinGroupRows = 32;
+  void set_groups(int groups, int64_t min_group_rows = kMinGroupRows);
+  int groups() const { return groups_; }
+
   // logits[n, vocab] = lm_head(norm(x[n, hidden])). Needs range().has_head.
   void logits(const float* x, int64_t n, float* out) const;
   // The two halves of logits(): out[n, hidden] = norm(x) (the MTP layer's
@@ -73,6 +100,10 @@ class Transformer {
   std::unique_ptr<Dumper> dump_;
   std::unique_ptr<ExpertBackend> owned_experts_;
   ExpertBackend* experts_;
+  int groups_ = 1;
+  int64_t min_group_rows_ = kMinGroupRows;
+
+  void forward_in_groups(const Batch& batch, float* x, KvCache& cache);
 };
 
 }  // namespace trillion

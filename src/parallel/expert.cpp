@@ -15,6 +15,8 @@ double since(clock_type::time_point t) { return std::chrono::duration<double>(cl
 
 }  // namespace
 
+int expert_groups(const RunShape& shape) { return shape.micro_batches > 0 ? shape.micro_batches : 1; }
+
 ExpertRank::ExpertRank(RmaChannel& ch, const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
                        const Layout& layout, const RunShape& shape)
     : ch_(ch),
@@ -25,6 +27,7 @@ ExpertRank::ExpertRank(RmaChannel& ch, const ModelConfig& cfg, TensorSource& sou
       model_(cfg, layout.ranks.at(size_t(ch.rank())).layers, source, pool, &rma_, shape.activations),
       cache_(cfg, layout.ranks.at(size_t(ch.rank())).layers,
              std::max(1, KvPools::slots_in_pool(shape.slots, ch.size(), ch.rank())), shape.max_len, shape.kv_tokens) {
+  model_.set_groups(expert_groups(shape), shape.min_group_rows);
   // Every rank holds the head in this mode, so every rank drafts for its own slots.
   if (shape.speculative) spec_ = std::make_unique<Speculator>(cfg, source, pool, shape, cache_.slots());
 }
@@ -40,6 +43,7 @@ StepOutput ExpertRank::run_rows(uint64_t ticket, const StepInput& in) {
   std::vector<float> x(size_t(n * cfg_.hidden_size));
   model_.embed(local.tokens.data(), n, x.data());
   model_.forward(local.batch, x.data(), cache_);
+  rma_.drain();  // our last expert outputs leave before the channel carries the result
   StepOutput out = head_step(model_, x.data(), local, spec_.get());
   out.ticket = ticket;
   const double exchange = rma_.exchange_seconds() - ex0;

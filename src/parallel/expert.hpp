@@ -25,6 +25,10 @@
 
 namespace trillion {
 
+// Groups of a step's rows per rank that take turns at the MoE layers
+// (Transformer::set_groups): --micro-batches in expert mode, 0 = the default.
+int expert_groups(const RunShape& shape);
+
 class ExpertRank {
  public:
   ExpertRank(RmaChannel& ch, const ModelConfig& cfg, TensorSource& source, ThreadPool& pool, const Layout& layout,

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "parallel/exchange.hpp"
 #include "parallel/wire.hpp"
 #include "plan/partition.hpp"
 
@@ -16,13 +15,6 @@ namespace {
 // Dispatch message to one owner: [i32 tokens][i32 pairs][i32 pair_token[pairs]]
 // [i32 pair_expert[pairs]][f32 x[tokens, hidden]]. Pairs are in (token, k)
 // order; the combine message returns f32 out[pairs, hidden] in that order.
-struct Dispatch {
-  std::vector<int32_t> pair_token;   // index into this message's tokens
-  std::vector<int32_t> pair_expert;
-  std::vector<int64_t> pair_slot;    // sender side: i * top_k + k of the pair
-  std::vector<int64_t> tokens;       // sender side: request token index of each token
-};
-
 template <class T>
 void append(std::vector<std::byte>& b, const T* p, size_t n) {
   const size_t at = b.size();
@@ -41,96 +33,120 @@ const std::byte* take(const std::byte* p, const std::byte* end, T* out, size_t n
 }  // namespace
 
 RmaExperts::RmaExperts(RmaChannel& channel, LocalExperts& local, int64_t n_experts)
-    : ch_(channel), local_(local), n_experts_(n_experts) {}
+    : ch_(channel), local_(local), n_experts_(n_experts), queue_(channel) {}
 
 void RmaExperts::run(const ExpertRequest& req) {
-  using clock = std::chrono::steady_clock;
+  begin(req);
+  serve();
+  end();
+}
+
+void RmaExperts::begin(const ExpertRequest& req) {
   const int ranks = ch_.size();
   const int64_t d = req.hidden, K = req.top_k;
-
-  // 1. Group this rank's (token, k) pairs by owner rank.
-  std::vector<Dispatch> to(static_cast<size_t>(ranks));
+  // Group this rank's (token, k) pairs by owner rank.
+  std::vector<std::vector<int64_t>> tokens(static_cast<size_t>(ranks));  // per owner: request token indices
+  std::vector<std::vector<int32_t>> pair_token(static_cast<size_t>(ranks)), pair_expert(static_cast<size_t>(ranks));
+  InFlight f{std::vector<std::vector<int64_t>>(static_cast<size_t>(ranks)), req.layer, d, req.out};
   for (int64_t i = 0; i < req.n; ++i) {
     for (int64_t k = 0; k < K; ++k) {
       const int32_t e = req.ids[i * K + k];
       if (e < 0 || e >= n_experts_) throw Error("expert id " + std::to_string(e) + " out of range");
-      Dispatch& m = to[size_t(owner_of_expert(n_experts_, ranks, e))];
-      if (m.tokens.empty() || m.tokens.back() != i) m.tokens.push_back(i);
-      m.pair_token.push_back(int32_t(m.tokens.size() - 1));
-      m.pair_expert.push_back(e);
-      m.pair_slot.push_back(i * K + k);
+      const size_t o = size_t(owner_of_expert(n_experts_, ranks, e));
+      if (tokens[o].empty() || tokens[o].back() != i) tokens[o].push_back(i);
+      pair_token[o].push_back(int32_t(tokens[o].size() - 1));
+      pair_expert[o].push_back(e);
+      f.pair_slot[o].push_back(i * K + k);
     }
   }
-  std::vector<std::vector<std::byte>> out(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
-    const Dispatch& m = to[size_t(r)];
-    const int32_t hdr[2] = {int32_t(m.tokens.size()), int32_t(m.pair_token.size())};
-    auto& b = out[size_t(r)];
-    b.reserve(8 + m.pair_token.size() * 8 + m.tokens.size() * size_t(d) * 4);
+    const size_t o = size_t(r);
+    const int32_t hdr[2] = {int32_t(tokens[o].size()), int32_t(pair_token[o].size())};
+    std::vector<std::byte> b;
+    b.reserve(8 + pair_token[o].size() * 8 + tokens[o].size() * size_t(d) * 4);
     append(b, hdr, 2);
-    append(b, m.pair_token.data(), m.pair_token.size());
-    append(b, m.pair_expert.data(), m.pair_expert.size());
-    for (int64_t t : m.tokens) append(b, req.x + t * d, size_t(d));
+    append(b, pair_token[o].data(), pair_token[o].size());
+    append(b, pair_expert[o].data(), pair_expert[o].size());
+    for (int64_t t : tokens[o]) append(b, req.x + t * d, size_t(d));
+    queue_.post(r, kTagDispatch, std::move(b));
   }
-  auto t0 = clock::now();
-  auto in = all_to_all(ch_, kTagDispatch, std::move(out));
-  auto t1 = clock::now();
+  begun_.push_back(std::move(f));
+}
 
-  // 2. Run every received pair on the experts held here, all sources at once:
-  // pairs become rows of a top-1 request, grouped by expert inside LocalExperts.
-  std::vector<int64_t> first_pair(static_cast<size_t>(ranks) + 1, 0);
+void RmaExperts::serve() {
+  if (begun_.empty()) throw Error("RmaExperts::serve without a begun request");
+  const int ranks = ch_.size();
+  // Every rank is at the same layer with the same groups (the protocol), so
+  // our own requests name the layer the received pairs belong to.
+  const int64_t layer = begun_.front().layer, d = begun_.front().hidden;
+  const size_t groups = begun_.size();
+  // Every pair received for every begun group runs on the experts held here
+  // in one pass (pairs become rows of a top-1 request, grouped by expert
+  // inside LocalExperts): an expert two groups chose streams its weights once.
+  // first_pair[j * ranks + s]: where group j's pairs from rank s start.
+  std::vector<int64_t> first_pair(groups * size_t(ranks) + 1, 0);
   std::vector<float> xs;
   std::vector<int32_t> ids;
-  for (int s = 0; s < ranks; ++s) {
-    const auto& b = in[size_t(s)];
-    const std::byte* p = b.data();
-    const std::byte* end = b.data() + b.size();
-    int32_t hdr[2];
-    p = take(p, end, hdr, 2, s);
-    const int32_t tokens = hdr[0], pairs = hdr[1];
-    if (tokens < 0 || pairs < 0) throw Error("protocol error: bad expert dispatch header from rank " + std::to_string(s));
-    std::vector<int32_t> pt(static_cast<size_t>(pairs)), pe(static_cast<size_t>(pairs));
-    p = take(p, end, pt.data(), size_t(pairs), s);
-    p = take(p, end, pe.data(), size_t(pairs), s);
-    if (size_t(end - p) != size_t(tokens) * size_t(d) * 4)
-      throw Error("protocol error: expert dispatch from rank " + std::to_string(s) + " has the wrong size");
-    const float* x = reinterpret_cast<const float*>(p);
-    const size_t at = xs.size();
-    xs.resize(at + size_t(pairs) * size_t(d));
-    for (int32_t q = 0; q < pairs; ++q) {
-      if (pt[size_t(q)] < 0 || pt[size_t(q)] >= tokens)
-        throw Error("protocol error: expert dispatch pair outside its tokens");
-      std::memcpy(&xs[at + size_t(q) * size_t(d)], x + int64_t(pt[size_t(q)]) * d, size_t(d) * 4);
-      ids.push_back(pe[size_t(q)]);
+  for (size_t j = 0; j < groups; ++j) {
+    if (begun_[j].layer != layer) throw Error("RmaExperts::serve: begun requests of different layers");
+    for (int s = 0; s < ranks; ++s) {
+      const std::vector<std::byte> b = queue_.take(s, kTagDispatch);
+      const std::byte* p = b.data();
+      const std::byte* end = b.data() + b.size();
+      int32_t hdr[2];
+      p = take(p, end, hdr, 2, s);
+      const int32_t tokens = hdr[0], pairs = hdr[1];
+      if (tokens < 0 || pairs < 0)
+        throw Error("protocol error: bad expert dispatch header from rank " + std::to_string(s));
+      std::vector<int32_t> pt(static_cast<size_t>(pairs)), pe(static_cast<size_t>(pairs));
+      p = take(p, end, pt.data(), size_t(pairs), s);
+      p = take(p, end, pe.data(), size_t(pairs), s);
+      if (size_t(end - p) != size_t(tokens) * size_t(d) * 4)
+        throw Error("protocol error: expert dispatch from rank " + std::to_string(s) + " has the wrong size");
+      const float* x = reinterpret_cast<const float*>(p);
+      const size_t at = xs.size();
+      xs.resize(at + size_t(pairs) * size_t(d));
+      for (int32_t q = 0; q < pairs; ++q) {
+        if (pt[size_t(q)] < 0 || pt[size_t(q)] >= tokens)
+          throw Error("protocol error: expert dispatch pair outside its tokens");
+        std::memcpy(&xs[at + size_t(q) * size_t(d)], x + int64_t(pt[size_t(q)]) * d, size_t(d) * 4);
+        ids.push_back(pe[size_t(q)]);
+      }
+      const size_t at_pair = j * size_t(ranks) + size_t(s);
+      first_pair[at_pair + 1] = first_pair[at_pair] + pairs;
     }
-    first_pair[size_t(s) + 1] = first_pair[size_t(s)] + pairs;
   }
-  const int64_t total = first_pair[size_t(ranks)];
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t total = first_pair.back();
   std::vector<float> ys(size_t(total * d));
-  ExpertRequest mine{req.layer, total, 1, d, xs.data(), ids.data(), ys.data()};
-  local_.run(mine);
-  auto t2 = clock::now();
+  local_.run(ExpertRequest{layer, total, 1, d, xs.data(), ids.data(), ys.data()});
+  compute_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Each source gets its pairs' outputs back, group by group, in the order it sent them.
+  for (size_t j = 0; j < groups; ++j) {
+    for (int s = 0; s < ranks; ++s) {
+      const size_t at_pair = j * size_t(ranks) + size_t(s);
+      std::vector<std::byte> back;
+      append(back, ys.data() + first_pair[at_pair] * d, size_t((first_pair[at_pair + 1] - first_pair[at_pair]) * d));
+      queue_.post(s, kTagCombine, std::move(back));
+    }
+    served_.push_back(std::move(begun_.front()));
+    begun_.pop_front();
+  }
+}
 
-  // 3. Return each source its pairs' outputs, in the order it sent them.
-  std::vector<std::vector<std::byte>> back(static_cast<size_t>(ranks));
-  for (int s = 0; s < ranks; ++s)
-    append(back[size_t(s)], ys.data() + first_pair[size_t(s)] * d,
-           size_t((first_pair[size_t(s) + 1] - first_pair[size_t(s)]) * d));
-  auto res = all_to_all(ch_, kTagCombine, std::move(back));
-
-  // 4. Place them at (token, k).
-  for (int r = 0; r < ranks; ++r) {
-    const Dispatch& m = to[size_t(r)];
-    const auto& b = res[size_t(r)];
-    if (b.size() != m.pair_slot.size() * size_t(d) * 4)
+void RmaExperts::end() {
+  if (served_.empty()) throw Error("RmaExperts::end without a served request");
+  InFlight f = std::move(served_.front());
+  served_.pop_front();
+  const int64_t d = f.hidden;
+  for (int r = 0; r < ch_.size(); ++r) {
+    const std::vector<std::byte> b = queue_.take(r, kTagCombine);
+    const auto& slots = f.pair_slot[size_t(r)];
+    if (b.size() != slots.size() * size_t(d) * 4)
       throw Error("protocol error: expert outputs from rank " + std::to_string(r) + " have the wrong size");
     const float* y = reinterpret_cast<const float*>(b.data());
-    for (size_t q = 0; q < m.pair_slot.size(); ++q)
-      std::memcpy(req.out + m.pair_slot[q] * d, y + q * size_t(d), size_t(d) * 4);
+    for (size_t q = 0; q < slots.size(); ++q) std::memcpy(f.out + slots[q] * d, y + q * size_t(d), size_t(d) * 4);
   }
-  auto t3 = clock::now();
-  exchange_seconds_ += std::chrono::duration<double>((t1 - t0) + (t3 - t2)).count();
-  compute_seconds_ += std::chrono::duration<double>(t2 - t1).count();
 }
 
 }  // namespace trillion

@@ -4,12 +4,16 @@
 // owner), every rank runs the pairs it received grouped by expert (each
 // expert's weights stream once per layer step), and the unweighted outputs go
 // back to the token's rank, which combines them in top-k order as always.
-// Every rank calls run() at every MoE layer of every step, with or without
-// tokens, so the exchanges line up.
+// Every rank makes the same sequence of begin / serve / end calls at every
+// MoE layer of every step, with or without tokens, so the exchanges line up
+// (the messages of a pair of ranks are taken in the order they were posted).
 #pragma once
 #include <cstdint>
+#include <deque>
+#include <vector>
 
 #include "model/local_experts.hpp"
+#include "parallel/exchange_queue.hpp"
 #include "runtime/rma_channel.hpp"
 
 namespace trillion {
@@ -19,15 +23,29 @@ class RmaExperts : public ExpertBackend {
   // `local` computes the experts this rank owns (experts_of_rank).
   RmaExperts(RmaChannel& channel, LocalExperts& local, int64_t n_experts);
   void run(const ExpertRequest& req) override;
+  void begin(const ExpertRequest& req) override;  // posts the dispatch; never waits
+  void serve() override;  // other ranks' pairs of every begun group, one pass over our experts
+  void end() override;                            // our pairs' outputs, placed
+  // Waits until every posted message has left: call before the channel
+  // carries anything else (the step's result).
+  void drain() { queue_.drain(); }
 
   double compute_seconds() const { return compute_seconds_; }
-  double exchange_seconds() const { return exchange_seconds_; }
+  double exchange_seconds() const { return queue_.wait_seconds(); }
 
  private:
+  // One begun request: where each of its pairs went, and where outputs go.
+  struct InFlight {
+    std::vector<std::vector<int64_t>> pair_slot;  // per owner rank: i * top_k + k of each pair sent, in order
+    int64_t layer = 0, hidden = 0;
+    float* out = nullptr;
+  };
   RmaChannel& ch_;
   LocalExperts& local_;
   int64_t n_experts_;
-  double compute_seconds_ = 0, exchange_seconds_ = 0;
+  ExchangeQueue queue_;
+  std::deque<InFlight> begun_, served_;
+  double compute_seconds_ = 0;
 };
 
 }  // namespace trillion

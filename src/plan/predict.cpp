@@ -176,8 +176,10 @@ double touches(int64_t E, int64_t k, double held) {
   return 1 - none;
 }
 
+// `groups`: row groups per rank taking turns at the MoE layers
+// (Transformer::set_groups; whole sequences each, so at most one a sequence).
 Prediction expert(const ModelCost& mc, const Layout& layout, const Cluster& cl, const char* phase, int64_t batch,
-                  const std::vector<StepShape>& per_rank, double tokens) {
+                  const std::vector<StepShape>& per_rank, double tokens, int groups, int64_t min_group_rows) {
   const int N = layout.size();
   std::vector<RankCtx> ctx;
   // Every rank works at once (rank_ctx caps it at the ranks sharing its host).
@@ -204,26 +206,56 @@ Prediction expert(const ModelCost& mc, const Layout& layout, const Cluster& cl, 
     return Time{0, 0, worst};
   };
   const double d4 = double(mc.hidden) * 4, k = double(mc.top_k);
+  // Groups a rank's rows actually form (Transformer::set_groups): whole
+  // sequences, so at most one a sequence, and at least min_group_rows rows each.
+  std::vector<double> g(static_cast<size_t>(N));
+  double g_max = 1;
+  for (int r = 0; r < N; ++r) {
+    const StepShape& s = per_rank[size_t(r)];
+    const double by_rows = std::floor(s.rows / double(std::max<int64_t>(1, min_group_rows)));
+    g[size_t(r)] = std::max(1.0, std::min({double(std::max(1, groups)), s.seqs, by_rows}));
+    g_max = std::max(g_max, g[size_t(r)]);
+  }
+  // Each group's rows pass a layer's attention and dense weights on their own
+  // (the weights stream once per group); the exchanges of a MoE layer go out
+  // group by group. Of each exchange the last group's share is always
+  // waited for (serve needs every group's dispatch; the first group's
+  // combine is awaited before its next layer starts); the rest of the link
+  // time hides behind the other groups' attention, as far as that lasts.
+  // With one group that is the whole exchange.
+  auto exposed = [&](const Time& whole, const Time& last_share, double hidden) {
+    return Time{0, 0, std::max(last_share.link, whole.link - hidden)};
+  };
   Time step;
   for (const LayerCost& L : mc.layers) {
     Time a;
+    double hidden = 1e300;  // the least attention time any rank has behind which its exchanges travel
     for (int r = 0; r < N; ++r) {
       const StepShape& s = per_rank[size_t(r)];
-      Time t = s.rows > 0 ? layer_dense(mc, L, s.rows, s.seqs, s.pos, ctx[size_t(r)]) : Time{};
+      const double gr = g[size_t(r)];
+      const Time one = s.rows > 0 ? layer_dense(mc, L, s.rows / gr, s.seqs / gr, s.pos, ctx[size_t(r)]) : Time{};
+      Time t = one.scaled(gr);
       if (N == 1 && L.moe) t += experts(mc, L, double(mc.n_experts), s.rows, ctx[size_t(r)]);
       a = slower(a, t);
+      hidden = std::min(hidden, one.total() * (gr - 1));
     }
     step += a;
     if (!L.moe || N == 1) continue;
     auto held = [&](int q) { return double(layout.ranks[size_t(q)].experts.size()); };
-    step += exchange([&](int r, int q) {
-      return per_rank[size_t(r)].rows * (touches(mc.n_experts, mc.top_k, held(q)) * d4 +
-                                        k * held(q) / double(mc.n_experts) * 8);
-    });
-    Time c;
+    auto dispatch = [&](double share) {
+      return exchange([&](int r, int q) {
+        return share * per_rank[size_t(r)].rows * (touches(mc.n_experts, mc.top_k, held(q)) * d4 +
+                                                   k * held(q) / double(mc.n_experts) * 8);
+      });
+    };
+    auto combine = [&](double share) {
+      return exchange([&](int r, int q) { return share * per_rank[size_t(r)].rows * k * held(q) / double(mc.n_experts) * d4; });
+    };
+    step += exposed(dispatch(1), dispatch(1 / g_max), hidden);
+    Time c;  // every group's pairs in one pass over the experts (RmaExperts::serve)
     for (int q = 0; q < N; ++q) c = slower(c, experts(mc, L, held(q), all_rows, ctx[size_t(q)]));
     step += c;
-    step += exchange([&](int r, int q) { return per_rank[size_t(r)].rows * k * held(q) / double(mc.n_experts) * d4; });
+    step += exposed(combine(1), combine(1 / g_max), hidden);
   }
   Time head;
   for (int r = 0; r < N; ++r) head = slower(head, call(mc.lm_head, per_rank[size_t(r)].logits, ctx[size_t(r)]));
@@ -266,12 +298,12 @@ std::vector<Prediction> predict(const ModelCost& mc, const Layout& layout, const
         const double b = double(B / N + (r < B % N ? 1 : 0));  // slot s on rank s mod N
         per[size_t(r)] = StepShape{b, b, ctx, b};
       }
-      out.push_back(expert(mc, layout, cl, "decode", B, per, double(B)));
+      out.push_back(expert(mc, layout, cl, "decode", B, per, double(B), o.micro_batches, o.min_group_rows));
     }
     std::vector<StepShape> per(size_t(N), StepShape{0, 0, 0, 0});
     const double P = double(o.prefill_tokens);
     per[0] = StepShape{P, 1, P / 2, 1};
-    out.push_back(expert(mc, layout, cl, "prefill", o.prefill_tokens, per, P));
+    out.push_back(expert(mc, layout, cl, "prefill", o.prefill_tokens, per, P, o.micro_batches, o.min_group_rows));
   }
   return out;
 }

@@ -15,7 +15,11 @@
 //  - expert: every rank runs attention, dense layers and shared experts for
 //    its own sequences (slot mod ranks), and at each MoE layer waits for the
 //    slowest rank, dispatches (latency + bytes), runs the pairs its experts
-//    received, and combines (latency + bytes).
+//    received, and combines (latency + bytes). With --micro-batches G the
+//    rank's sequences form up to G groups (whole sequences, at least 32
+//    rows each, as the engine splits them) that take turns: each group streams the
+//    dense weights again, and the exchanges' link time hides behind the other
+//    groups' attention except the last group's share.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -46,7 +50,8 @@ struct Cluster {
 
 struct PredictOptions {
   std::vector<int64_t> batches = {1, 8, 32, 128};
-  int micro_batches = 0;        // pipeline groups; 0: one per stage (as generate)
+  int micro_batches = 0;        // pipeline groups (0: one per stage); expert: row groups per rank (0: 1), as generate
+  int64_t min_group_rows = 32;  // expert: fewest rows a group gets (Transformer::kMinGroupRows)
   int64_t context = 256;        // cached positions per sequence while decoding
   int64_t prefill_tokens = 256; // rows of one prefill step (generate's --step-tokens)
 };

@@ -46,7 +46,14 @@ ShardWriter::ShardWriter(const std::string& path) : path_(path), h_(std::make_un
   // Every allocation starts on a page, so each dataset can be used in place from an mmap.
   H5Id fapl = shard_file_access();
   if (!fapl.valid()) fail(path, "cannot set HDF5 file access properties");
-  h_->file = H5Id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+  // No object timestamps (HDF5 tracks them by default): a shard's metadata,
+  // which the manifest hashes, is then the same whenever it is converted, so
+  // two conversions of one checkpoint give byte-identical files (shards
+  // shared between model directories verify against either manifest).
+  H5Id fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
+  if (!fcpl.valid() || H5Pset_obj_track_times(fcpl.get(), false) < 0)
+    fail(path, "cannot set HDF5 file creation properties");
+  h_->file = H5Id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()), H5Fclose);
   if (!h_->file.valid()) fail(path, "cannot create HDF5 file: " + hdf5_error_detail());
   if (!write_string_attr(h_->file.get(), "trillion_format", kFormatName) ||
       !write_int64_attr(h_->file.get(), "trillion_format_version", {kFormatVersion}, true))
@@ -58,7 +65,7 @@ ShardWriter::ShardWriter(const std::string& path) : path_(path), h_(std::make_un
   h_->dcpl = H5Id(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   if (!h_->dcpl.valid() || H5Pset_layout(h_->dcpl.get(), H5D_CONTIGUOUS) < 0 ||
       H5Pset_alloc_time(h_->dcpl.get(), H5D_ALLOC_TIME_EARLY) < 0 ||
-      H5Pset_fill_time(h_->dcpl.get(), H5D_FILL_TIME_NEVER) < 0)
+      H5Pset_fill_time(h_->dcpl.get(), H5D_FILL_TIME_NEVER) < 0 || H5Pset_obj_track_times(h_->dcpl.get(), false) < 0)
     fail(path, "cannot set HDF5 dataset properties");
 }
 

@@ -84,6 +84,8 @@ for ranks, mode in runs:
     # A different slot count too: which sequences share a step must not matter.
     # Three pipeline stages split by predicted time (--stages auto) rather than bytes.
     auto = ["--stages", "auto"] if (ranks, mode) == (3, "pipeline") else []
+    # Three expert ranks with each rank's rows in two groups (--micro-batches 2).
+    auto += ["--micro-batches", 2] if (ranks, mode) == (3, "expert") else []
     out = trillion_run(tag, ranks, mode, ["--max-batch", 6 if ranks % 2 else 3, *auto])
     for r in score_reqs:
         a = os.path.join(base, "logits", r["id"] + ".npy")

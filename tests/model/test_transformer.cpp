@@ -96,6 +96,48 @@ BOOST_AUTO_TEST_CASE(batch_invariance) {
   }
 }
 
+// Rows in groups that take turns at the MoE layers (expert mode's schedule,
+// Transformer::set_groups) keep their bits: two steps of mixed prefill and
+// decode rows, a sequence's rows not adjacent in the second, and more groups
+// than sequences (empty groups) in the last.
+BOOST_AUTO_TEST_CASE(row_groups_keep_the_bits) {
+  for (const TinyModelOptions& opt : kVariants) {
+    BOOST_TEST_CONTEXT(name_of(opt)) {
+      TinyModel m(opt);
+      ThreadPool pool(2);
+      const int64_t V = m.cfg.vocab_size;
+      const auto tokens = random_tokens(16, 41, int(V));
+      Batch s1 = rows_of(0, 0, 5);
+      for (const auto& r : rows_of(2, 0, 2).rows) s1.rows.push_back(r);
+      for (const auto& r : rows_of(1, 0, 3).rows) s1.rows.push_back(r);
+      const Batch s2{{{1, 3}, {2, 2}, {0, 5}, {1, 4}, {2, 3}}};
+      const Batch s3{{{0, 6}}};
+      std::vector<std::vector<float>> first;
+      for (int groups : {1, 2, 3, 5}) {
+        BOOST_TEST_CONTEXT("groups " << groups) {
+          Transformer model(m.cfg, LayerRange{0, m.cfg.num_hidden_layers, true, true}, m.source, pool);
+          model.set_groups(groups, /*min_group_rows=*/1);
+          KvCache cache(m.cfg, model.range(), 3, 16);
+          std::vector<std::vector<float>> got;
+          got.push_back(run_step(model, cache, s1, {tokens.begin(), tokens.begin() + 10}));
+          got.push_back(run_step(model, cache, s2, {tokens.begin() + 10, tokens.begin() + 15}));
+          got.push_back(run_step(model, cache, s3, {tokens[15]}));
+          for (const auto& g : got)
+            for (float v : g) BOOST_REQUIRE(std::isfinite(v));
+          if (first.empty()) first = got;
+          for (size_t k = 0; k < got.size(); ++k)
+            BOOST_TEST(same_bits(got[k].data(), first[k].data(), first[k].size()), "step " << k + 1);
+        }
+      }
+    }
+  }
+  TinyModel m;
+  ThreadPool pool(1);
+  Transformer model(m.cfg, LayerRange{0, m.cfg.num_hidden_layers, true, true}, m.source, pool);
+  BOOST_CHECK_THROW(model.set_groups(0), InputError);
+  BOOST_CHECK_THROW(model.set_groups(2, 0), InputError);
+}
+
 BOOST_AUTO_TEST_CASE(thread_count_invariance) {
   TinyModel m({.format = "fp8", .hidden = 160});
   const auto tokens = random_tokens(7, 31, int(m.cfg.vocab_size));

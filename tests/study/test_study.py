@@ -48,10 +48,11 @@ class Grid(unittest.TestCase):
         self.assertTrue(all(p.mode == "single" and p.link == "none" for p in pts if p.ranks == 1))
         self.assertEqual(len({point_id(p) for p in pts}), len(pts))
 
-    def test_micro_batches_vary_in_pipeline_mode_only(self):
+    def test_micro_batches_vary_in_both_modes(self):
+        # Pipeline: steps in flight; expert: row groups per rank (generate's --micro-batches in both).
         pts = grid([2], ["pipeline", "expert"], [8], [1, 2], ["a"])
         self.assertEqual(sorted((p.mode, p.micro_batches) for p in pts),
-                         [("expert", 0), ("pipeline", 1), ("pipeline", 2)])
+                         [("expert", 1), ("expert", 2), ("pipeline", 1), ("pipeline", 2)])
 
     def test_stages_vary_in_pipeline_mode_only(self):
         pts = grid([1, 2], ["pipeline", "expert"], [8], [0], ["a"], ["bytes", "auto"])
@@ -102,6 +103,9 @@ class Plan(unittest.TestCase):
         self.assertEqual(gen[gen.index("--stages"):], ["--stages", "auto", "--profile", os.path.abspath("h.json")])
         self.assertEqual(gen[gen.index("--max-batch") + 1], "8")
         self.assertNotIn("--stages", sweep.generate_args("T", "M", Point(2, "pipeline", 8, 0, LINK), "D", 1, "h.json"))
+        # Expert mode: micro-batches are row groups, passed to generate (and no split).
+        gen = sweep.generate_args("T", "M", Point(2, "expert", 8, 2, LINK), "D", 1, "h.json")
+        self.assertEqual(gen[gen.index("--micro-batches"):], ["--micro-batches", "2"])
 
     def test_a_point_calibrated_before_it_ran_is_predicted_from_its_own_profile(self):
         study = tempfile.mkdtemp()
