@@ -29,7 +29,7 @@ def parser():
     ap.add_argument("--modes", default="pipeline,expert")
     ap.add_argument("--batches", default="1,8,32")
     ap.add_argument("--micro-batches", default="0", help="pipeline steps in flight (0: one per stage); expert: row groups per "
-                    "rank that take turns at the MoE layers (0: one)")
+                    "rank that take turns at the MoE layers (0: two)")
     ap.add_argument("--stages", default="bytes",
                     help="pipeline splits: bytes (balanced by bytes, generate's default), auto (--stages auto: "
                          "by predicted time), or bytes,auto")

@@ -159,7 +159,7 @@ def plan_args(cfg, p):
             # --step-tokens 256 at most); the context its decode steps read.
             "--step-tokens", str(max(1, min(256, p.batch * cfg["prompt_tokens"]))),
             "--context", str(cfg["prompt_tokens"] + cfg["tokens"] // 2)]
-    if p.micro_batches:  # 0: plan's default (one per stage; one group in expert mode), as generate's
+    if p.micro_batches:  # 0: plan's default (one per stage; 2 groups in expert mode), as generate's
         args += ["--micro-batches", str(p.micro_batches)]
     if p.mode == "pipeline" and p.stages == "auto":
         args += ["--stages", "auto"]

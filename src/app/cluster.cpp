@@ -12,6 +12,7 @@
 #include "common/fault.hpp"
 #include "common/interrupt.hpp"
 #include "model/kv_pools.hpp"
+#include "model/row_groups.hpp"
 #include "parallel/run_footprint.hpp"
 #include "plan/model_cost.hpp"
 #include "plan/predict.hpp"
@@ -107,6 +108,9 @@ void Cluster::set_up() {
     if (stages == "auto" && mode == ParallelMode::pipeline)
       stages = auto_stages_of(opts_, cfg, store_->manifest(), act, shape, env_->size());
     layout_ = make_layout(cfg, model_sizes(cfg, store_->manifest()), mode, env_->size(), stages);
+    if (mode == ParallelMode::expert && opts_.micro_batches > 64)
+      throw InputError("--micro-batches " + std::to_string(opts_.micro_batches) +
+                       ": expert mode splits a rank's rows into at most 64 groups");
     if (opts_.micro_batches > opts_.max_batch)
       throw InputError("--micro-batches " + std::to_string(opts_.micro_batches) + " exceeds --max-batch " +
                        std::to_string(opts_.max_batch) + " (a micro-batch holds at least one sequence)");
@@ -194,6 +198,10 @@ void Cluster::write_metrics(nlohmann::json j, const std::vector<RankMetrics>& ra
   j["kv_cache_blocks"] = kv.blocks_per_pool();  // per pool (per rank), of kv_block_tokens positions
   j["kv_block_tokens"] = kv.block_tokens();
   j["micro_batches"] = runner.max_in_flight();
+  // Expert mode: the row groups a rank's step is split into at most (a step
+  // forms fewer when its rows are few, model/row_groups.hpp).
+  if (env_->size() > 1 && layout_.mode == ParallelMode::expert)
+    j["row_groups"] = opts_.micro_batches > 0 ? opts_.micro_batches : kDefaultRowGroups;
   j["wall_seconds"] = now_seconds() - started_;
   // Which BTLs / one-sided component Open MPI was told to use, and the tb5
   // backend when btl/tb5 is loaded (README, "tb5").

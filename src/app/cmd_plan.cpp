@@ -60,7 +60,7 @@ int run_plan(const Args& args) {
       ("threads", po::value(&threads)->default_value(0), "threads per rank (0: the host's cores / its ranks)")
       ("batch", po::value(&batches)->default_value("1,8,32,128"), "decode batch sizes to predict")
       ("micro-batches", po::value(&micro_batches)->default_value(0),
-       "pipeline: groups in flight (0: one per stage); expert: row groups per rank taking turns at the MoE layers (0: 1)")
+       "pipeline: groups in flight (0: one per stage); expert: row groups per rank taking turns at the MoE layers (0: 2)")
       ("context", po::value(&context)->default_value(-1),
        "cached positions per sequence while decoding (default: 256, or max-len - 1 if less)")
       ("emulated", po::bool_switch(&emulated),

@@ -26,7 +26,7 @@ void add_run_options(po::options_description& desc, RunOptions& o) {
        "host profile JSON (trillion calibrate) that --stages auto predicts with (default: built in)")
       ("micro-batches", po::value(&o.micro_batches)->default_value(0),
        "pipeline: steps in flight (0: one per stage); expert: groups of each rank's rows that take turns at "
-       "the MoE layers, so one group computes while another's tokens travel (0: 1)")
+       "the MoE layers, so one group computes while another's tokens travel (0: 2; 1: off)")
       ("activations", po::value(&o.activations)->default_value("auto"),
        "compute path of the weight products: f32 (exact: float32 activations) | int8 (activations quantized "
        "per token to int8 in groups of 32, integer dot products with INT8/INT4 weights) | auto (int8 for "

@@ -25,6 +25,11 @@ struct ExpertRequest {
   const float* x = nullptr;    // [n, hidden] the MoE input (after post_attention_layernorm)
   const int32_t* ids = nullptr;// [n, top_k] chosen expert ids, in top-k order
   float* out = nullptr;        // [n, top_k, hidden] unweighted expert outputs, written by run()
+  // Split form: which group of the step this is, and which of the step's
+  // groups have rows (bit j: group j). Group 0 is always exchanged (it
+  // carries the mask); a later group without rows is not exchanged at all.
+  int group = 0;
+  uint64_t groups_with_rows = 1;
 };
 
 class ExpertBackend {

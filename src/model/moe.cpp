@@ -11,7 +11,7 @@
 namespace trillion {
 
 void moe_begin(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step,
-               ExpertBackend& experts, const float* x, MoeInFlight& f) {
+               ExpertBackend& experts, const float* x, MoeInFlight& f, int group, uint64_t groups_with_rows) {
   const int64_t n = step.n(), d = cfg.hidden_size, E = cfg.n_routed_experts, k = cfg.num_experts_per_tok;
 
   std::vector<float> scores(size_t(n * E));  // [n, E] sigmoid(x . Wgate^T)
@@ -30,7 +30,7 @@ void moe_begin(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const
     step.dump.dump(layer, "router_ids", idf.data(), {n, k});
   }
   f.routed.assign(size_t(n * k * d), 0.0f);
-  experts.begin(ExpertRequest{layer, n, k, d, x, f.ids.data(), f.routed.data()});
+  experts.begin(ExpertRequest{layer, n, k, d, x, f.ids.data(), f.routed.data(), group, groups_with_rows});
 }
 
 void moe_end(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step, const MoeInFlight& f,

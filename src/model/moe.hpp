@@ -26,7 +26,7 @@ struct MoeInFlight {
   std::vector<float> routed;    // [n, k, d] unweighted expert outputs, written by the backend
 };
 void moe_begin(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step,
-               ExpertBackend& experts, const float* x, MoeInFlight& f);
+               ExpertBackend& experts, const float* x, MoeInFlight& f, int group = 0, uint64_t groups_with_rows = 1);
 void moe_end(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step, const MoeInFlight& f,
              const float* x, float* y);
 

@@ -107,15 +107,13 @@ void Transformer::forward(const Batch& batch, float* x, KvCache& cache) {
   const int64_t n = batch.size(), d = cfg_.hidden_size, half = cfg_.qk_rope_head_dim / 2;
   if (n == 0) {
     // No rows here, but the backend still sees every MoE layer, as many
-    // groups as a rank with rows: an expert-parallel backend exchanges with
-    // the other ranks at each layer, and they must not wait for a rank that
-    // has no tokens this step.
-    const ExpertRequest none{0, 0, cfg_.num_experts_per_tok, d, nullptr, nullptr, nullptr};
+    // groups as a rank with rows (none of them with rows): an expert-parallel
+    // backend exchanges with the other ranks at each layer, and they must not
+    // wait for a rank that has no tokens this step.
     for (const LayerWeights& layer : weights_->layers) {
       if (!layer.is_moe) continue;
-      ExpertRequest req = none;
-      req.layer = layer.layer;
-      for (int g = 0; g < groups_; ++g) experts_->begin(req);
+      for (int g = 0; g < groups_; ++g)
+        experts_->begin(ExpertRequest{layer.layer, 0, cfg_.num_experts_per_tok, d, nullptr, nullptr, nullptr, g, 0});
       experts_->serve();
       for (int g = 0; g < groups_; ++g) experts_->end();
     }

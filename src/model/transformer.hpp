@@ -14,6 +14,7 @@
 #include "model/kv_cache.hpp"
 #include "model/layer_range.hpp"
 #include "model/linear.hpp"
+#include "model/row_groups.hpp"
 #include "kernels/vector_ops.hpp"
 
 namespace trillion {
@@ -71,15 +72,8 @@ class Transformer {
   // expert backend that overlaps (RmaExperts) gains; every rank of a run
   // must use the same count, since each group is one exchange. A row's bits
   // do not change: rows never mix inside a kernel. 1 = one group.
-  //
-  // A group of few rows is not worth its own pass over the attention and
-  // dense weights: while streaming them, not the arithmetic, sets the pace,
-  // a second pass costs more than the exchange it hides (the bench model, 2
-  // ranks x 1 thread: decode at 16 rows a rank split in two ran 15% slower,
-  // prefill at 128 rows a rank 5% faster). So a step forms at most
-  // rows / min_group_rows groups; the rest stay empty, and still take their
-  // turns, so the exchanges line up.
-  static constexpr int64_t kMinGroupRows = 32;
+  // A step forms at most rows / min_group_rows groups (row_groups.hpp says
+  // why); the rest stay empty, and still take their turns.
   void set_groups(int groups, int64_t min_group_rows = kMinGroupRows);
   int groups() const { return groups_; }
 

@@ -72,8 +72,7 @@ void Transformer::forward_in_groups(const Batch& batch, float* x, KvCache& cache
   const int64_t n = batch.size(), d = cfg_.hidden_size, half = cfg_.qk_rope_head_dim / 2;
   dump_->next_step();
   dump_->dump(-1, "input", x, {n, d});
-  // A dump is of whole tensors: then every row goes to the first group (the
-  // others stay empty but still take their turns, so the exchanges match).
+  // A dump is of whole tensors: then every row goes to the first group.
   std::vector<int> group_of = dump_->enabled() ? std::vector<int>(size_t(n), 0) : split_rows(batch, groups_, min_group_rows_);
 
   std::vector<Group> groups(static_cast<size_t>(groups_));
@@ -82,6 +81,9 @@ void Transformer::forward_in_groups(const Batch& batch, float* x, KvCache& cache
     g.rows.push_back(i);
     g.batch.rows.push_back(batch.rows[size_t(i)]);
   }
+  uint64_t with_rows = 0;  // bit g: group g has rows (the backend skips the others' exchanges)
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    if (!groups[gi].rows.empty()) with_rows |= uint64_t(1) << gi;
   std::vector<Step> steps;
   steps.reserve(groups.size());
   for (Group& g : groups) {
@@ -117,14 +119,15 @@ void Transformer::forward_in_groups(const Batch& batch, float* x, KvCache& cache
       const Step& step = steps[gi];
       if (g.batch.size() == 0) {
         if (layer.is_moe) {
-          experts_->begin(ExpertRequest{layer.layer, 0, cfg_.num_experts_per_tok, d, nullptr, nullptr, nullptr});
+          experts_->begin(ExpertRequest{layer.layer, 0, cfg_.num_experts_per_tok, d, nullptr, nullptr, nullptr,
+                                        int(gi), with_rows});
           g.pending = &layer;
         }
         continue;
       }
       attention_block(cfg_, layer, step, g.x.data(), g.h.data(), g.delta.data());
       if (layer.is_moe) {
-        moe_begin(cfg_, layer.moe, layer.layer, step, *experts_, g.h.data(), g.moe);
+        moe_begin(cfg_, layer.moe, layer.layer, step, *experts_, g.h.data(), g.moe, int(gi), with_rows);
         g.pending = &layer;
       } else {
         mlp_forward(layer.mlp, g.h.data(), step.n(), g.delta.data(), step.act, step.pool);

@@ -15,7 +15,7 @@ double since(clock_type::time_point t) { return std::chrono::duration<double>(cl
 
 }  // namespace
 
-int expert_groups(const RunShape& shape) { return shape.micro_batches > 0 ? shape.micro_batches : 1; }
+int expert_groups(const RunShape& shape) { return shape.micro_batches > 0 ? shape.micro_batches : kDefaultRowGroups; }
 
 ExpertRank::ExpertRank(RmaChannel& ch, const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
                        const Layout& layout, const RunShape& shape)

@@ -12,9 +12,11 @@
 namespace trillion {
 namespace {
 
-// Dispatch message to one owner: [i32 tokens][i32 pairs][i32 pair_token[pairs]]
-// [i32 pair_expert[pairs]][f32 x[tokens, hidden]]. Pairs are in (token, k)
-// order; the combine message returns f32 out[pairs, hidden] in that order.
+// Dispatch message to one owner: [i32 tokens][i32 pairs][u64 groups with rows]
+// [i32 pair_token[pairs]][i32 pair_expert[pairs]][f32 x[tokens, hidden]].
+// Pairs are in (token, k) order; the combine message returns
+// f32 out[pairs, hidden] in that order. Group 0's dispatch always travels and
+// its mask tells the owner which of the sender's later groups will.
 template <class T>
 void append(std::vector<std::byte>& b, const T* p, size_t n) {
   const size_t at = b.size();
@@ -47,7 +49,17 @@ void RmaExperts::begin(const ExpertRequest& req) {
   // Group this rank's (token, k) pairs by owner rank.
   std::vector<std::vector<int64_t>> tokens(static_cast<size_t>(ranks));  // per owner: request token indices
   std::vector<std::vector<int32_t>> pair_token(static_cast<size_t>(ranks)), pair_expert(static_cast<size_t>(ranks));
-  InFlight f{std::vector<std::vector<int64_t>>(static_cast<size_t>(ranks)), req.layer, d, req.out};
+  InFlight f{std::vector<std::vector<int64_t>>(static_cast<size_t>(ranks)), req.layer, d, req.out, req.group, true};
+  if (req.group < 0 || req.group >= 64) throw Error("RmaExperts: group " + std::to_string(req.group) + " outside 0..63");
+  const bool has_rows = (req.groups_with_rows >> req.group) & 1;
+  if (has_rows != (req.n > 0))
+    throw Error("RmaExperts: group " + std::to_string(req.group) + " has " + std::to_string(req.n) +
+                " rows but its bit in groups_with_rows says otherwise");
+  if (req.group > 0 && !has_rows) {  // nobody expects this group's dispatch: nothing travels
+    f.exchanged = false;
+    begun_.push_back(std::move(f));
+    return;
+  }
   for (int64_t i = 0; i < req.n; ++i) {
     for (int64_t k = 0; k < K; ++k) {
       const int32_t e = req.ids[i * K + k];
@@ -63,8 +75,9 @@ void RmaExperts::begin(const ExpertRequest& req) {
     const size_t o = size_t(r);
     const int32_t hdr[2] = {int32_t(tokens[o].size()), int32_t(pair_token[o].size())};
     std::vector<std::byte> b;
-    b.reserve(8 + pair_token[o].size() * 8 + tokens[o].size() * size_t(d) * 4);
+    b.reserve(16 + pair_token[o].size() * 8 + tokens[o].size() * size_t(d) * 4);
     append(b, hdr, 2);
+    append(b, &req.groups_with_rows, 1);
     append(b, pair_token[o].data(), pair_token[o].size());
     append(b, pair_expert[o].data(), pair_expert[o].size());
     for (int64_t t : tokens[o]) append(b, req.x + t * d, size_t(d));
@@ -87,14 +100,25 @@ void RmaExperts::serve() {
   std::vector<int64_t> first_pair(groups * size_t(ranks) + 1, 0);
   std::vector<float> xs;
   std::vector<int32_t> ids;
+  if (begun_.front().group != 0) throw Error("RmaExperts::serve: the groups served together must start at group 0");
+  std::vector<uint64_t> mask_of(static_cast<size_t>(ranks), 0);  // each sender's groups with rows (from its group 0)
+  std::vector<uint8_t> from(groups * size_t(ranks), 0);           // did group j of rank s travel?
   for (size_t j = 0; j < groups; ++j) {
     if (begun_[j].layer != layer) throw Error("RmaExperts::serve: begun requests of different layers");
+    const int gj = begun_[j].group;
     for (int s = 0; s < ranks; ++s) {
+      const size_t at_pair = j * size_t(ranks) + size_t(s);
+      first_pair[at_pair + 1] = first_pair[at_pair];
+      if (gj != 0 && !((mask_of[size_t(s)] >> gj) & 1)) continue;  // rank s has no rows in this group
+      from[at_pair] = 1;
       const std::vector<std::byte> b = queue_.take(s, kTagDispatch);
       const std::byte* p = b.data();
       const std::byte* end = b.data() + b.size();
       int32_t hdr[2];
+      uint64_t mask = 0;
       p = take(p, end, hdr, 2, s);
+      p = take(p, end, &mask, 1, s);
+      if (gj == 0) mask_of[size_t(s)] = mask;
       const int32_t tokens = hdr[0], pairs = hdr[1];
       if (tokens < 0 || pairs < 0)
         throw Error("protocol error: bad expert dispatch header from rank " + std::to_string(s));
@@ -112,7 +136,6 @@ void RmaExperts::serve() {
         std::memcpy(&xs[at + size_t(q) * size_t(d)], x + int64_t(pt[size_t(q)]) * d, size_t(d) * 4);
         ids.push_back(pe[size_t(q)]);
       }
-      const size_t at_pair = j * size_t(ranks) + size_t(s);
       first_pair[at_pair + 1] = first_pair[at_pair] + pairs;
     }
   }
@@ -125,6 +148,7 @@ void RmaExperts::serve() {
   for (size_t j = 0; j < groups; ++j) {
     for (int s = 0; s < ranks; ++s) {
       const size_t at_pair = j * size_t(ranks) + size_t(s);
+      if (!from[at_pair]) continue;
       std::vector<std::byte> back;
       append(back, ys.data() + first_pair[at_pair] * d, size_t((first_pair[at_pair + 1] - first_pair[at_pair]) * d));
       queue_.post(s, kTagCombine, std::move(back));
@@ -138,6 +162,7 @@ void RmaExperts::end() {
   if (served_.empty()) throw Error("RmaExperts::end without a served request");
   InFlight f = std::move(served_.front());
   served_.pop_front();
+  if (!f.exchanged) return;  // a later group without rows: nothing went out, nothing comes back
   const int64_t d = f.hidden;
   for (int r = 0; r < ch_.size(); ++r) {
     const std::vector<std::byte> b = queue_.take(r, kTagCombine);

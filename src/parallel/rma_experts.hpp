@@ -7,6 +7,9 @@
 // Every rank makes the same sequence of begin / serve / end calls at every
 // MoE layer of every step, with or without tokens, so the exchanges line up
 // (the messages of a pair of ranks are taken in the order they were posted).
+// Row groups (Transformer::set_groups): group 0 is always exchanged and says
+// which of the sender's later groups have rows; the others are not sent, so
+// groups cost nothing on a step too small to split.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -39,6 +42,8 @@ class RmaExperts : public ExpertBackend {
     std::vector<std::vector<int64_t>> pair_slot;  // per owner rank: i * top_k + k of each pair sent, in order
     int64_t layer = 0, hidden = 0;
     float* out = nullptr;
+    int group = 0;
+    bool exchanged = true;  // false: a later group without rows, which skips its exchange
   };
   RmaChannel& ch_;
   LocalExperts& local_;

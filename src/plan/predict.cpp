@@ -292,18 +292,19 @@ std::vector<Prediction> predict(const ModelCost& mc, const Layout& layout, const
     const double P = double(o.prefill_tokens);
     out.push_back(pipeline(mc, layout, cl, "prefill", o.prefill_tokens, 1, StepShape{P, 1, P / 2, 1}, P, P));
   } else {
+    const int expert_groups = o.micro_batches > 0 ? o.micro_batches : kDefaultRowGroups;
     for (int64_t B : o.batches) {
       std::vector<StepShape> per(static_cast<size_t>(N));
       for (int r = 0; r < N; ++r) {
         const double b = double(B / N + (r < B % N ? 1 : 0));  // slot s on rank s mod N
         per[size_t(r)] = StepShape{b, b, ctx, b};
       }
-      out.push_back(expert(mc, layout, cl, "decode", B, per, double(B), o.micro_batches, o.min_group_rows));
+      out.push_back(expert(mc, layout, cl, "decode", B, per, double(B), expert_groups, o.min_group_rows));
     }
     std::vector<StepShape> per(size_t(N), StepShape{0, 0, 0, 0});
     const double P = double(o.prefill_tokens);
     per[0] = StepShape{P, 1, P / 2, 1};
-    out.push_back(expert(mc, layout, cl, "prefill", o.prefill_tokens, per, P, o.micro_batches, o.min_group_rows));
+    out.push_back(expert(mc, layout, cl, "prefill", o.prefill_tokens, per, P, expert_groups, o.min_group_rows));
   }
   return out;
 }

@@ -99,6 +99,9 @@ p = run([T, "score", "--model", model, "--input", good, "--output", os.path.join
 f.check(p.returncode == 0, f"--step-tokens larger than any step can hold is only a budget: {p.stderr[-300:]}")
 bounded_error([T, "generate", "--model", model, "--prompts", prompts, "--output", out, "--micro-batches", "100"],
               ["--micro-batches 100 exceeds --max-batch 8"], "generate --micro-batches above --max-batch")
+bounded_error([T, "generate", "--model", model, "--prompts", prompts, "--output", out, "--parallel", "expert",
+               "--micro-batches", "65", "--max-batch", "100"],
+              ["--micro-batches 65", "at most 64 groups"], "generate --parallel expert --micro-batches above 64")
 
 # --- a model directory is data: names in it cannot lead out of it.
 outside = os.path.join(case, "outside")

@@ -104,6 +104,8 @@ for ranks, mode in runs:
     m = json.load(open(os.path.join(out, "gen-metrics.json")))
     f.check(m.get("ranks") == ranks and len(m.get("per_rank", [])) == ranks, f"{tag}: metrics per rank")
     f.check(m.get("parallel") == mode, f"{tag}: metrics mode")
+    # Expert mode names its row groups (default 2; the 3-rank run asks for 2 too).
+    f.check(m.get("row_groups") == (2 if mode == "expert" else None), f"{tag}: row_groups {m.get('row_groups')}")
     if ranks > 1:
         f.check(all(p["bytes_sent"] > 0 for p in m["per_rank"]), f"{tag}: every rank sent bytes")
         if args.expect_btl:

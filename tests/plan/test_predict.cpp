@@ -139,6 +139,7 @@ BOOST_AUTO_TEST_CASE(expert_groups_hide_all_but_the_last_share_of_each_exchange)
   o.batches = {4};
   o.context = 0;
   o.min_group_rows = 1;  // the engine's 32 would keep the toy's 2 rows a rank in one group
+  o.micro_batches = 1;
   const auto one = predict(toy(), ex, cluster(2, true), o);
   o.micro_batches = 2;
   const auto two = predict(toy(), ex, cluster(2, true), o);
@@ -154,8 +155,12 @@ BOOST_AUTO_TEST_CASE(expert_groups_hide_all_but_the_last_share_of_each_exchange)
   // One sequence a rank (batch 2) forms one group: nothing changes.
   o.batches = {2};
   const auto single = predict(toy(), ex, cluster(2, true), o);
-  o.micro_batches = 0;
+  o.micro_batches = 1;
   BOOST_TEST(single[0].step_seconds == predict(toy(), ex, cluster(2, true), o)[0].step_seconds, tt::tolerance(1e-12));
+  // The default (0) is 2 groups.
+  o.batches = {4};
+  o.micro_batches = 0;
+  BOOST_TEST(predict(toy(), ex, cluster(2, true), o)[0].step_seconds == two[0].step_seconds, tt::tolerance(1e-12));
   // Nor do groups below min_group_rows: 2 rows a rank, 2 rows a group at least.
   o.batches = {4};
   o.micro_batches = 2;
