@@ -51,8 +51,10 @@ void RmaExperts::begin(const ExpertRequest& req) {
   std::vector<std::vector<int32_t>> pair_token(static_cast<size_t>(ranks)), pair_expert(static_cast<size_t>(ranks));
   InFlight f{std::vector<std::vector<int64_t>>(static_cast<size_t>(ranks)), req.layer, d, req.out, req.group, true};
   if (req.group < 0 || req.group >= 64) throw Error("RmaExperts: group " + std::to_string(req.group) + " outside 0..63");
+  // Group 0 always travels (it carries the mask); a later group's bit must
+  // say whether it has rows, since the owners rely on it.
   const bool has_rows = (req.groups_with_rows >> req.group) & 1;
-  if (has_rows != (req.n > 0))
+  if (req.group > 0 && has_rows != (req.n > 0))
     throw Error("RmaExperts: group " + std::to_string(req.group) + " has " + std::to_string(req.n) +
                 " rows but its bit in groups_with_rows says otherwise");
   if (req.group > 0 && !has_rows) {  // nobody expects this group's dispatch: nothing travels
