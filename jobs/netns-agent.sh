@@ -21,4 +21,11 @@ core=$((idx % ${TRILLION_CLUSTER_CORES:-1}))
 if [ "$local" = 1 ]; then
   exec ip netns exec "$ns" unshare --uts taskset -c "$core" sh -c 'hostname "$0" && exec "$@"' "$ns" "$@"
 fi
-exec ip netns exec "$ns" unshare --uts taskset -c "$core" sh -c 'hostname "$0" && exec sh -c "$1"' "$ns" "$*"
+# Open MPI asks the remote daemon to --daemonize, which starts a session and
+# with it a scheduler autogroup of its own; on a loaded Linux 6.x host a whole
+# autogroup can go unscheduled for seconds to a minute (measured with the tb5
+# namespace tests: a rank runnable but not run for 20 s while its peers spun).
+# The daemon stays in mpirun's session instead, so every rank of the cluster
+# is scheduled as a peer, as on separate machines.
+cmd=$(printf ' %s' "$@" | sed -e 's/ --daemonize$//' -e 's/ --daemonize / /')
+exec ip netns exec "$ns" unshare --uts taskset -c "$core" sh -c 'hostname "$0" && exec sh -c "$1"' "$ns" "$cmd"

@@ -46,7 +46,13 @@ case "\$host" in
   $net.1) ns=tb5n0$id; name=tb5host0 ;;
   *) ns=tb5n1$id; name=tb5host1 ;;
 esac
-exec ip netns exec "\$ns" unshare --uts sh -c "hostname \$name; \$*"
+# Not orted's --daemonize: a new session is a new scheduler autogroup, and
+# on a loaded Linux 6.x host a whole autogroup can go unscheduled for a
+# minute (seen here: host 1's ranks runnable but not run for 20-100 s, so
+# their peers declared them dead). In mpirun's session every rank is
+# scheduled as a peer (jobs/netns-agent.sh does the same).
+cmd=\$(printf ' %s' "\$@" | sed -e 's/ --daemonize\$//' -e 's/ --daemonize / /')
+exec ip netns exec "\$ns" unshare --uts sh -c "hostname \$name;\$cmd"
 AGENT
 chmod +x "$work/agent.sh"
 slots=${TB5_NETNS_SLOTS:-1} np="-np 2"

@@ -3,6 +3,7 @@
 // the window; retransmission backoff at hand-computed times; duplicate and
 // reorder handling; a silent peer declared dead once, a departed one never.
 #include <boost/test/unit_test.hpp>
+#include <cstdio>
 
 #include <memory>
 #include <random>
@@ -212,6 +213,15 @@ BOOST_AUTO_TEST_CASE(a_silent_peer_is_declared_dead_once) {
   // The last heartbeat was at most 0.25 s before silent_from.
   BOOST_TEST(declared - silent_from > 1.0 - 0.25);
   BOOST_TEST(declared - silent_from <= 1.0 + 2 * tick);
+  // What the death message tells: the 20 heartbeats heard (i = 0, 256, ...,
+  // 4864), nothing from anyone since, nothing owed, none sent by rank 0.
+  const std::string report = p.eng[0]->peer_report(1);
+  BOOST_TEST_INFO(report);
+  BOOST_TEST(report.find("20 frames heard from it") != std::string::npos);
+  BOOST_TEST(report.find("0 frames unacknowledged of 0 queued, 0 heartbeats sent") != std::string::npos);
+  char since[64];
+  std::snprintf(since, sizeof since, "last frame from any peer %.1f s ago", p.now - (silent_from - 256 * tick));
+  BOOST_TEST(report.find(since) != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(a_peer_that_said_bye_is_not_dead) {

@@ -75,7 +75,9 @@ extern "C" tb5_handle* tb5_open(const tb5_options* o, uint32_t self, uint32_t nr
         [deliver, ctx](uint32_t peer, uint8_t tag, std::span<const uint8_t> m) {
           deliver(ctx, peer, tag, m.data(), m.size());
         },
-        [dead, ctx](uint32_t peer, double silent) { dead(ctx, peer, silent); });
+        [dead, ctx, raw = h.get()](uint32_t peer, double silent) {
+          dead(ctx, peer, silent, raw->engine->peer_report(peer).c_str());
+        });
     tb5_handle* raw = h.get();
     raw->heartbeat = std::thread([raw, period = o->heartbeat] {
       std::unique_lock lock(raw->mu);

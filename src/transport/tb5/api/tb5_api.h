@@ -36,7 +36,8 @@ struct tb5_stats {
 
 typedef struct tb5_handle tb5_handle;
 typedef void (*tb5_deliver_fn)(void* ctx, uint32_t peer, uint8_t tag, const void* data, size_t len);
-typedef void (*tb5_dead_fn)(void* ctx, uint32_t peer, double silent_seconds);
+/* detail: what the engine knows of the peer (frames heard, owed), for the log. */
+typedef void (*tb5_dead_fn)(void* ctx, uint32_t peer, double silent_seconds, const char* detail);
 
 /* NULL on failure with the reason in err (e.g. "no RDMA device"). */
 tb5_handle* tb5_open(const struct tb5_options* o, uint32_t self, uint32_t nranks, tb5_deliver_fn deliver,

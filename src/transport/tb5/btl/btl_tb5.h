@@ -52,7 +52,7 @@ extern mca_btl_base_module_error_cb_fn_t mca_btl_tb5_error_cb;
 
 /* The core's upcalls (btl_tb5_module.c). */
 void mca_btl_tb5_deliver(void* ctx, uint32_t peer, uint8_t tag, const void* data, size_t len);
-void mca_btl_tb5_peer_dead(void* ctx, uint32_t peer, double silent_seconds);
+void mca_btl_tb5_peer_dead(void* ctx, uint32_t peer, double silent_seconds, const char* detail);
 void mca_btl_tb5_fatal(const char* what);
 
 END_C_DECLS

@@ -224,13 +224,13 @@ void mca_btl_tb5_deliver(void* ctx, uint32_t peer, uint8_t tag, const void* data
   if (reg->cbfunc) reg->cbfunc(&mca_btl_tb5_module, tag, &des, reg->cbdata);
 }
 
-void mca_btl_tb5_peer_dead(void* ctx, uint32_t peer, double silent_seconds) {
+void mca_btl_tb5_peer_dead(void* ctx, uint32_t peer, double silent_seconds, const char* detail) {
   mca_btl_tb5_component_t* c = &mca_btl_tb5_component;
   mca_btl_base_endpoint_t* ep = peer < c->nranks ? c->endpoints[peer] : NULL;
-  char msg[512];
+  char msg[1024];
   snprintf(msg, sizeof msg,
-           "btl tb5: rank %u (%s) is dead: no frame from it for %.1f s (btl_tb5_peer_timeout_ms=%u); ending the job",
-           peer, ep ? ep->hostname : "unknown host", silent_seconds, c->peer_timeout_ms);
+           "btl tb5: rank %u (%s) is dead: no frame from it for %.1f s (btl_tb5_peer_timeout_ms=%u; %s); ending the job",
+           peer, ep ? ep->hostname : "unknown host", silent_seconds, c->peer_timeout_ms, detail ? detail : "");
   fprintf(stderr, "[rank %u on %s] %s\n", OPAL_PROC_MY_NAME.vpid, opal_process_info.nodename, msg);
   fflush(stderr);
   /* An error exit, not the PML's error handler: ob1's aborts with 255, which

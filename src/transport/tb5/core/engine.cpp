@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -26,6 +27,8 @@ struct Engine::Peer {
   std::atomic<bool> active{false}, closed{false};
   bool dead = false;
   double last_heard = 0;
+  uint64_t frames_heard = 0;                // for peer_report
+  std::atomic<uint64_t> heartbeats_sent{0};  // by the heartbeat thread
   // Sending: frames base .. base+out.size()-1; the first `transmitted` of
   // them have gone out at least once.
   struct OutFrame {
@@ -168,7 +171,10 @@ void Engine::send_heartbeats() {
   uint8_t buf[frame_header_size_];
   const size_t n = encode_frame(h, {}, buf);
   for (uint32_t r = 0; r < peers_.size(); ++r)
-    if (peers_[r]->active && !peers_[r]->closed) link_.send(r, {buf, n});
+    if (peers_[r]->active && !peers_[r]->closed) {
+      link_.send(r, {buf, n});
+      ++peers_[r]->heartbeats_sent;
+    }
 }
 
 void Engine::take_ack(Peer& p, uint32_t ack, uint64_t sack, uint32_t window) {
@@ -263,7 +269,8 @@ void Engine::on_frame(std::span<const uint8_t> bytes) {
     return;
   }
   Peer& p = *peers_[h.src];
-  p.last_heard = clock_();
+  p.last_heard = last_frame_any_ = clock_();
+  ++p.frames_heard;
   switch (h.type) {
     case FrameType::bye: p.closed = true; break;
     case FrameType::heartbeat: break;
@@ -315,6 +322,19 @@ bool Engine::all_acknowledged() const {
   for (auto& p : peers_)
     if (p->active && !p->closed && !p->dead && !p->out.empty()) return false;
   return true;
+}
+
+std::string Engine::peer_report(uint32_t peer) const {
+  const Peer& p = *peers_.at(peer);
+  const double now = clock_();
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%llu frames heard from it; last frame from any peer %.1f s ago; %llu bad frames; "
+                "to it: %zu frames unacknowledged of %zu queued, %llu heartbeats sent",
+                (unsigned long long)p.frames_heard, last_frame_any_ > 0 ? now - last_frame_any_ : -1.0,
+                (unsigned long long)stats_.bad_frames, p.transmitted, p.out.size(),
+                (unsigned long long)p.heartbeats_sent.load());
+  return buf;
 }
 
 bool Engine::flush(double timeout) {

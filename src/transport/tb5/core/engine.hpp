@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "transport/tb5/core/link.hpp"
@@ -76,6 +77,9 @@ class Engine {
   // Says bye to every peer (a few times: it is not retransmitted).
   void close();
   bool all_acknowledged() const;
+  // What this engine knows of `peer`, for the message that declares it dead:
+  // whether anything still arrives (from it, from anyone), what is owed.
+  std::string peer_report(uint32_t peer) const;
   size_t max_payload() const { return link_.mtu() - frame_header_size_; }
   EngineStats stats() const { return stats_; }
   const EngineConfig& config() const { return cfg_; }
@@ -104,6 +108,7 @@ class Engine {
   };
   std::vector<Ready> ready_;
   bool in_progress_ = false;
+  double last_frame_any_ = 0;  // when any valid frame last arrived
   EngineStats stats_;
 };
 
