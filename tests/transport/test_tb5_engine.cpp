@@ -3,8 +3,8 @@
 // the window; retransmission backoff at hand-computed times; duplicate and
 // reorder handling; a silent peer declared dead once, a departed one never.
 #include <boost/test/unit_test.hpp>
-#include <cstdio>
 
+#include <cstdio>
 #include <memory>
 #include <random>
 

@@ -70,15 +70,15 @@ extern "C" tb5_handle* tb5_open(const tb5_options* o, uint32_t self, uint32_t nr
     const uint32_t asked = o->window ? o->window : 64;
     const uint32_t window = h->backend == "verbs" ? std::min<uint32_t>(asked, verbs_window) : asked;
     EngineConfig ec{window, o->rto, o->rto_max, o->heartbeat, o->peer_timeout};
+    tb5_handle* raw = h.get();
     h->engine = std::make_unique<Engine>(
         *h->link, self, nranks, ec,
         [deliver, ctx](uint32_t peer, uint8_t tag, std::span<const uint8_t> m) {
           deliver(ctx, peer, tag, m.data(), m.size());
         },
-        [dead, ctx, raw = h.get()](uint32_t peer, double silent) {
+        [dead, ctx, raw](uint32_t peer, double silent) {
           dead(ctx, peer, silent, raw->engine->peer_report(peer).c_str());
         });
-    tb5_handle* raw = h.get();
     raw->heartbeat = std::thread([raw, period = o->heartbeat] {
       std::unique_lock lock(raw->mu);
       while (!raw->cv.wait_for(lock, std::chrono::duration<double>(period), [raw] { return raw->stop; }))

@@ -326,14 +326,15 @@ bool Engine::all_acknowledged() const {
 
 std::string Engine::peer_report(uint32_t peer) const {
   const Peer& p = *peers_.at(peer);
-  const double now = clock_();
+  char any[64] = "no frame from any peer yet";
+  if (last_frame_any_ > 0)
+    std::snprintf(any, sizeof any, "last frame from any peer %.1f s ago", clock_() - last_frame_any_);
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "%llu frames heard from it; last frame from any peer %.1f s ago; %llu bad frames; "
-                "to it: %zu frames unacknowledged of %zu queued, %llu heartbeats sent",
-                (unsigned long long)p.frames_heard, last_frame_any_ > 0 ? now - last_frame_any_ : -1.0,
-                (unsigned long long)stats_.bad_frames, p.transmitted, p.out.size(),
-                (unsigned long long)p.heartbeats_sent.load());
+                "%llu frames heard from it; %s; %llu bad frames; to it: %zu frames unacknowledged of %zu queued, "
+                "%llu heartbeats sent",
+                (unsigned long long)p.frames_heard, any, (unsigned long long)stats_.bad_frames, p.transmitted,
+                p.out.size(), (unsigned long long)p.heartbeats_sent.load());
   return buf;
 }
 
