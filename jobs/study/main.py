@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 
-from . import cluster, collect, plots, report, sweep
+from . import cluster, collect, plots, report, seed, sweep
 from .points import StudyError, grid, point_id, positive_ints
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -111,7 +111,8 @@ def finish(cfg, points, command, log):
     paths = plots.draw(rows, os.path.join(cfg["study"], "figures"))
     done = {r["point"] for r in rows}
     missing = [point_id(p) for p in points if point_id(p) not in done]
-    report.write(os.path.join(cfg["study"], "report.md"), rows, cfg, paths, command, missing)
+    report.write(os.path.join(cfg["study"], "report.md"), rows, cfg, paths, command, missing,
+                 seed.project(cfg["trillion"], log))
     log(f"{len(rows)} point(s): {csv_path}, {cfg['study']}/report.md, {cfg['study']}/figures/")
     return rows
 

@@ -26,7 +26,29 @@ def efficiency(rows):
     return out
 
 
-def write(path, rows, cfg, plots, command, missing=()):
+def seed_section(L, rows, problems):
+    """`seed.project`'s rows: the seed cluster, projected by the same model."""
+    L.append("## The seed cluster, projected")
+    L.append("")
+    L.append("`trillion plan` for four Mac Studios over Thunderbolt 5 RDMA, native formats, from the shipped "
+             "profiles (`profiles/`: estimated from published figures, not measured by us), 4 ranks:")
+    L.append("")
+    if rows:
+        L.append("| model | cluster | mode | fits | b=1 | b=8 | b=32 | b=128 | prefill | b=1 bound |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            d = r["decode"]
+            cells = " | ".join(fmt(d.get(b), ".1f") for b in (1, 8, 32, 128))
+            L.append(f"| {r['model']} | {r['cluster']} | {r['mode']} | {'yes' if r['fits'] else 'no'} | {cells} | "
+                     f"{fmt(r['prefill'], '.0f')} | {r['bound_b1'] or '—'} |")
+        L.append("")
+    for p in problems:
+        L.append(f"- {p}")
+    if problems:
+        L.append("")
+
+
+def write(path, rows, cfg, plots, command, missing=(), seed=None):
     here = os.path.dirname(os.path.abspath(path))
     rel = {k: os.path.relpath(v, here) for k, v in plots.items()}
     errors = [num(r.get("error")) for r in rows]
@@ -112,6 +134,8 @@ def write(path, rows, cfg, plots, command, missing=()):
     else:
         L.append("Not measured (the study has no 1-rank and 2-rank pipeline points of the same batch).")
     L.append("")
+    if seed is not None:
+        seed_section(L, *seed)
     L.append("## Plots")
     L.append("")
     titles = {"throughput": "Throughput vs ranks, per mode",

@@ -70,6 +70,14 @@ for pid in ids:
     tok = float(rows.get(pid, {}).get("measured_tokens_per_s") or 0)
     f.check(f"| {pid} |" in text and f"| {tok:.1f} |" in text, f"the report lists {pid} at {tok:.1f} tok/s")
 
+# The seed cluster, projected by plan beside the measurements: both models on
+# both Mac Studio clusters, both modes.
+for model in ("DeepSeek-V3 FP8", "Kimi K2 Thinking INT4"):
+    for hosts in ("4x M2 Ultra 192 GB", "4x M3 Ultra 512 GB"):
+        for mode in ("pipeline", "expert"):
+            f.check(f"| {model} | {hosts} | {mode} | yes |" in text,
+                    f"the report projects {model} on {hosts} in {mode} mode")
+
 # A rerun measures nothing again: the metrics files stay as they were.
 before = {pid: os.stat(os.path.join(study, "points", pid, "metrics.json")).st_mtime_ns for pid in ids}
 p2 = subprocess.run(cmd, capture_output=True, text=True, timeout=120)

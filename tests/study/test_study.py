@@ -14,7 +14,7 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "jobs"))
-from study import collect, plots, report, sweep  # noqa: E402
+from study import collect, plots, report, seed, sweep  # noqa: E402
 from study.points import Point, StudyError, grid, point_id, positive_ints  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "study")
@@ -207,7 +207,19 @@ class Rows(unittest.TestCase):
         cfg = {"model": "/x/demo-fp8-text", "prompt_tokens": PROMPT, "tokens": TOKENS, "threads": 1, "cores": 2,
                "links": {LINK: {"rate_bytes_per_s": 125e6, "latency_s": 1e-4}}}
         out = os.path.join(self.tmp, "report.md")
-        report.write(out, self.rows, cfg, paths, "jobs/scaling-study ...", ["r4-expert-b4-kauto-x"])
+        # A plan as `trillion plan --json` prints it (hand-made figures).
+        plan = {"fits": True, "predictions": [
+            {"mode": "pipeline", "phase": "decode", "batch": 1, "tokens_per_s": 4.25, "bound": "compute"},
+            {"mode": "pipeline", "phase": "decode", "batch": 8, "tokens_per_s": 22.9, "bound": "compute"},
+            {"mode": "pipeline", "phase": "prefill", "batch": 256, "tokens_per_s": 16.4, "bound": "compute"},
+            {"mode": "expert", "phase": "decode", "batch": 1, "tokens_per_s": 6.04, "bound": "memory"},
+            {"mode": "expert", "phase": "decode", "batch": 128, "tokens_per_s": 92.94, "bound": "compute"}]}
+        seed_rows = seed.rows_from_plan("DeepSeek-V3 FP8", "4x M3 Ultra 512 GB", plan)
+        self.assertEqual([r["mode"] for r in seed_rows], ["pipeline", "expert"])
+        self.assertEqual(seed_rows[0]["decode"], {1: 4.25, 8: 22.9})
+        self.assertIsNone(seed_rows[1]["prefill"])
+        report.write(out, self.rows, cfg, paths, "jobs/scaling-study ...", ["r4-expert-b4-kauto-x"],
+                     (seed_rows, ["Kimi K2 Thinking INT4 on 4x M2 Ultra 192 GB: trillion plan failed: boom"]))
         with open(out) as fp:
             text = fp.read()
         for f in plots.FILES.values():
@@ -215,6 +227,10 @@ class Rows(unittest.TestCase):
         for p in POINTS:
             self.assertIn(f"| {point_id(p)} |", text)
         self.assertIn("Not measured yet (1): `r4-expert-b4-kauto-x`", text)
+        self.assertIn("| DeepSeek-V3 FP8 | 4x M3 Ultra 512 GB | pipeline | yes | 4.2 | 22.9 | — | — | 16 | compute |",
+                      text)  # 4.25 rounds to even
+        self.assertIn("| DeepSeek-V3 FP8 | 4x M3 Ultra 512 GB | expert | yes | 6.0 | — | — | 92.9 | — | memory |", text)
+        self.assertIn("- Kimi K2 Thinking INT4 on 4x M2 Ultra 192 GB: trillion plan failed: boom", text)
         self.assertEqual(text.count("| no prediction |"), 2)
         self.assertIn("2 point(s) have no prediction", text)
         err = self.rows[1]["error"]
