@@ -4,6 +4,7 @@ predicted throughput with the prediction's error, the pipeline efficiency
 import os
 
 from .plots import num
+from .seed import BATCHES as SEED_BATCHES
 
 ERROR_BAR = 0.25  # issue 11: every point's prediction within 25% of the measurement
 
@@ -34,11 +35,11 @@ def seed_section(L, rows, problems):
              "profiles (`profiles/`: estimated from published figures, not measured by us), 4 ranks:")
     L.append("")
     if rows:
-        L.append("| model | cluster | mode | fits | b=1 | b=8 | b=32 | b=128 | prefill | b=1 bound |")
-        L.append("|---|---|---|---|---|---|---|---|---|---|")
+        L.append("| model | cluster | mode | fits | " + " | ".join(f"b={b}" for b in SEED_BATCHES) + " | prefill | b=1 bound |")
+        L.append("|---|---|---|---|" + "---|" * len(SEED_BATCHES) + "---|---|")
         for r in rows:
             d = r["decode"]
-            cells = " | ".join(fmt(d.get(b), ".1f") for b in (1, 8, 32, 128))
+            cells = " | ".join(fmt(d.get(b), ".1f") for b in SEED_BATCHES)
             L.append(f"| {r['model']} | {r['cluster']} | {r['mode']} | {'yes' if r['fits'] else 'no'} | {cells} | "
                      f"{fmt(r['prefill'], '.0f')} | {r['bound_b1'] or '—'} |")
         L.append("")

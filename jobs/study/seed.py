@@ -3,8 +3,8 @@ exists for (DeepSeek-V3 FP8, Kimi K2 Thinking INT4, native formats) on four
 Mac Studios over Thunderbolt 5 RDMA, from the shipped profiles (estimated
 from published figures, not measured by us: profiles/*.json say where each
 comes from). The study's report shows it beside the emulated measurements,
-so a reader sees what the calibrated model predicts for the hardware the
-study is about."""
+so a reader sees what the same model of a step, given estimated profiles,
+predicts for the hardware the study is about."""
 import json
 import os
 import subprocess
