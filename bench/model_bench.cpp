@@ -121,9 +121,9 @@ Costs measure_costs(const ModelConfig& cfg, TensorSource& src) {
 // p*top_k .. p*top_k + top_k - 1 mod the layer's count, so that, as routing
 // does, the passes together read every expert's pages rather than the same
 // few, which stay in the TLB), each as one pool product at
-// n=1 on the compute path the model uses for it (linear(); kv_b, whose
-// absorbed halves stay exact, on the float path), in model order (so
-// nothing stays cached), timed by part. The decode
+// n=1 on the compute path the model uses for it (linear(); kv_b as the
+// absorbed attention runs it: per head W_UK^T and W_UV, on the exact float
+// path), in model order (so nothing stays cached), timed by part. The decode
 // step's time over this sum is what the model adds to its kernels.
 struct Floor {
   struct Mat {
@@ -133,10 +133,12 @@ struct Floor {
     int64_t layer = -1;  // a routed expert's matrix: which of the layer's experts is the pass's choice
     int64_t slot = -1;   // 0..top_k-1
     int which = 0;       // gate, up, down
+    int absorbed = 0;  // kv_b's per-head W_UK^T q_nope (1) or W_UV ctx (2), as attention.cpp runs them
   };
   std::vector<Mat> mats;  // in model order
   std::vector<std::vector<MlpWeights>> experts;  // [layer][expert]
   int64_t top_k = 0;
+  int64_t heads = 0, nope = 0, v = 0, r = 0;  // the absorbed attention's shapes
 };
 
 Floor b1_floor_matrices(const ModelConfig& cfg, TensorSource& src) {
@@ -151,7 +153,8 @@ Floor b1_floor_matrices(const ModelConfig& cfg, TensorSource& src) {
     for (const QMatrix* q : a.has_q_lora ? std::vector<const QMatrix*>{&a.q_a, &a.q_b} : std::vector<const QMatrix*>{&a.q})
       add("attention", *q);
     add("attention", a.kv_a);
-    add("attention", a.kv_b, true);
+    f.mats.push_back({"W_UK", a.kv_b, true, -1, -1, 0, 1});  // kv_b's halves as attention.cpp runs them
+    f.mats.push_back({"W_UV", a.kv_b, true, -1, -1, 0, 2});
     add("attention", a.o);
     if (!L.is_moe) {
       mlp("dense mlp", L.mlp);
@@ -165,6 +168,7 @@ Floor b1_floor_matrices(const ModelConfig& cfg, TensorSource& src) {
       for (int which = 0; which < 3; ++which) f.mats.push_back({"routed experts", QMatrix{}, false, L.layer, slot, which});
   }
   f.top_k = cfg.num_experts_per_tok;
+  f.heads = cfg.num_attention_heads, f.nope = cfg.qk_nope_head_dim, f.v = cfg.v_head_dim, f.r = cfg.kv_lora_rank;
   add("lm_head", w.lm_head);
   return f;
 }
@@ -183,20 +187,38 @@ class FloorTimer {
       for (const MlpWeights& w : layer)
         for (const QMatrix* q : {&w.gate, &w.up, &w.down}) rows = std::max(rows, q->rows), cols = std::max(cols, q->cols);
     x_.assign(size_t(cols), 0.01f);
-    y_.resize(size_t(rows));
+    y_.resize(size_t(std::max(rows, f_.heads * std::max(f_.r, f_.v))));
     by_part_.resize(parts_.size());
   }
   void pass() {
     std::vector<double> sec(parts_.size(), 0.0);
+    bytes_.assign(parts_.size(), 0.0);
     for (const Floor::Mat& fm : f_.mats) {
       const QMatrix& m = fm.layer < 0 ? fm.m : expert_matrix(fm);
+      const size_t part = size_t(std::find(parts_.begin(), parts_.end(), fm.part) - parts_.begin());
       const auto t0 = Clock::now();
-      linear(m, x_.data(), 1, y_.data(), fm.exact ? Activations::f32 : act_, pool_);
-      sec[size_t(std::find(parts_.begin(), parts_.end(), fm.part) - parts_.begin())] += since(t0);
+      if (fm.absorbed)
+        absorbed(m, fm.absorbed);
+      else
+        linear(m, x_.data(), 1, y_.data(), fm.exact ? Activations::f32 : act_, pool_);
+      sec[part] += since(t0);
+      bytes_[part] += double(qmatrix_bytes(m)) / (fm.absorbed ? 2 : 1);
     }
     double total = 0;
     for (size_t i = 0; i < parts_.size(); ++i) by_part_[i].push_back(sec[i]), total += sec[i];
     totals_.push_back(total);
+  }
+  // attention.cpp's two per-head products over kv_b at one token (exact path).
+  void absorbed(const QMatrix& kv_b, int which) {
+    const int64_t H = f_.heads, nope = f_.nope, v = f_.v, r = f_.r;
+    if (which == 1) pool_.parallel_for(H, 1, [&](int64_t h0, int64_t h1) {
+      for (int64_t h = h0; h < h1; ++h)
+        matmul_t_serial(kv_b.row_range(h * (nope + v), nope), x_.data(), 1, &y_[size_t(h * r)]);
+    });
+    if (which == 2) pool_.parallel_for(H, 1, [&](int64_t h0, int64_t h1) {
+      for (int64_t h = h0; h < h1; ++h)
+        matmul_serial(kv_b.row_range(h * (nope + v) + nope, v), x_.data(), 1, &y_[size_t(h * v)], H * v);
+    });
   }
   const QMatrix& expert_matrix(const Floor::Mat& fm) const {
     const auto& layer = f_.experts[size_t(fm.layer)];
@@ -208,7 +230,10 @@ class FloorTimer {
     j["matmuls"] = f_.mats.size();
     j["passes"] = totals_.size();
     j["ms"] = median(totals_) * 1e3;
-    for (size_t i = 0; i < parts_.size(); ++i) j["parts_ms"][parts_[i]] = median(by_part_[i]) * 1e3;
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      j["parts_ms"][parts_[i]] = median(by_part_[i]) * 1e3;
+      j["parts_mb"][parts_[i]] = bytes_[i] / 1e6;  // the same every pass (experts of one layer are alike)
+    }
     return j;
   }
 
@@ -223,6 +248,7 @@ class FloorTimer {
   std::vector<std::string> parts_;
   std::vector<float> x_, y_;
   std::vector<std::vector<double>> by_part_;
+  std::vector<double> bytes_;  // per part, of the last pass
   std::vector<double> totals_;
 };
 
@@ -523,7 +549,11 @@ int run(int argc, char** argv) {
     const nlohmann::json j = floor_timer->json();
     out["b1_floor"] = j;
     std::printf("batch-1 kernel floor: %zu matmuls at n=1, %.1f ms:", size_t(j["matmuls"]), j["ms"].get<double>());
-    for (const auto& [part, ms] : j["parts_ms"].items()) std::printf(" %s %.1f", part.c_str(), ms.get<double>());
+    for (const auto& [part, ms] : j["parts_ms"].items()) std::printf(" %s %.2f", part.c_str(), ms.get<double>());
+    std::printf("\n  GB/s by part:");
+    for (const auto& [part, ms] : j["parts_ms"].items())
+      std::printf(" %s %.1f (%.1f MB)", part.c_str(), j["parts_mb"][part].get<double>() / std::max(1e-9, ms.get<double>()),
+                  j["parts_mb"][part].get<double>());
     std::printf("\n");
     for (const auto& d : out["decode"])
       if (d["batch"] == 1)

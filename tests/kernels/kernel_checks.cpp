@@ -34,6 +34,7 @@ const std::vector<MatmulShape> kMatmulShapes = {
     {MatFormat::BF16, 9, 203},       {MatFormat::BF16, 33, 1000},     {MatFormat::FP8_B128, 300, 260},
     {MatFormat::FP8_B128, 130, 128}, {MatFormat::FP8_B128, 257, 385}, {MatFormat::FP8_B128, 3, 7},
     {MatFormat::INT4_G32, 7, 96},    {MatFormat::INT4_G32, 40, 256},  {MatFormat::INT4_G32, 1, 32},
+    {MatFormat::INT4_G32, 130, 1056},  // avx512's INT4 rows tile: several prefetch blocks, 2 rows left over
     {MatFormat::INT8_G32, 7, 96},    {MatFormat::INT8_G32, 33, 203},  {MatFormat::INT8_G32, 5, 1000},
     {MatFormat::INT8_G32, 1, 7},
 };

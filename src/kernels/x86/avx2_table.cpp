@@ -7,6 +7,8 @@ namespace trillion {
 namespace avx2 {
 void matmul_rows(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0, int64_t r1);
 void matmul_t_cols(const QMatrix& W, const float* x, int64_t n, float* y, int64_t c0, int64_t c1);
+void matmul_rows_avx512(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0, int64_t r1);
+void matmul_t_cols_avx512(const QMatrix& W, const float* x, int64_t n, float* y, int64_t c0, int64_t c1);
 float dot(const float* a, const float* b, int64_t n);
 void axpy(float alpha, const float* x, float* y, int64_t n);
 void quantize_q8_row(const float* x, int64_t cols, int8_t* q, float* d);
@@ -25,8 +27,9 @@ constexpr KernelTable kAvx2 = {avx2::matmul_rows,     avx2::matmul_t_cols,  avx2
 // The same with the integer-dot product on AVX-VNNI (same bits).
 constexpr KernelTable kAvx2Vnni = {avx2::matmul_rows,     avx2::matmul_t_cols,       avx2::dot,      avx2::axpy,
                                    avx2::quantize_q8_row, avx2::matmul_q8_rows_vnni, avx2::dot_tile, avx2::axpy_tile};
-// And with the integer-dot product on AVX-512 VNNI (same bits).
-constexpr KernelTable kAvx512 = {avx2::matmul_rows,     avx2::matmul_t_cols,         avx2::dot,      avx2::axpy,
+// And with the integer-dot product on AVX-512 VNNI, and INT4's exact-path
+// decode products on AVX-512 (matmul_int4_avx512.cpp; same bits).
+constexpr KernelTable kAvx512 = {avx2::matmul_rows_avx512, avx2::matmul_t_cols_avx512, avx2::dot, avx2::axpy,
                                  avx2::quantize_q8_row, avx2::matmul_q8_rows_avx512, avx2::dot_tile, avx2::axpy_tile};
 }  // namespace
 
