@@ -11,10 +11,10 @@ import subprocess
 import sys
 
 from . import cluster, collect, plots, report, seed, sweep
+from .paths import PROFILES, ROOT
 from .points import StudyError, grid, point_id, positive_ints
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEFAULT_LINKS = ",".join(os.path.join(ROOT, "profiles", f) for f in
+DEFAULT_LINKS = ",".join(os.path.join(PROFILES, f) for f in
                          ("emulated-1gbit.json", "emulated-unlimited.json"))
 # What a rerun must share with the study it resumes (else its points would mix).
 SAME = ("model", "tokens", "prompt_tokens", "threads")
@@ -154,7 +154,7 @@ def main(argv=None):
             why = cluster.available()
             if why:
                 raise StudyError(f"network namespaces are not available here ({why}); run as root on Linux")
-            held = cluster.lock(cfg["prefix"])  # noqa: F841 (held until the study exits)
+            cluster.lock(cfg["prefix"])  # held until the study exits (its atexit keeps the file)
             done, skipped, failed = sweep.run(cfg, points, log, stop=lambda: bool(stopping))
             log(f"{done} point(s) measured now, {skipped} skipped (measured before), {len(failed)} failed, "
                 f"{len(points)} in the study")

@@ -9,7 +9,8 @@ import json
 import os
 import subprocess
 
-PROFILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "profiles")
+from .paths import PROFILES
+
 MODELS = [("DeepSeek-V3 FP8", "models/deepseek-v3.json"),
           ("Kimi K2 Thinking INT4", "models/kimi-k2-thinking.json")]
 CLUSTERS = [("4x M2 Ultra 192 GB", "mac-studio-m2-ultra-192g.json"),

@@ -53,25 +53,21 @@ BOOST_AUTO_TEST_CASE(every_path_matches_float64) {
 // avx512's INT4 rows product at n <= 3 (matmul_int4_avx512.cpp) performs the
 // AVX2 tile's operations per element: the same bits, on every row split.
 BOOST_AUTO_TEST_CASE(avx512_rows_have_the_avx2_bits) {
-  if (!kernel_isa_available(KernelIsa::avx512)) {
-    BOOST_TEST_MESSAGE("no AVX-512 VNNI on this CPU: avx512 vs avx2 bits not checked");
-    return;
-  }
-  const KernelTable& a2 = kernel_table(KernelIsa::avx2);
-  const KernelTable& a5 = kernel_table(KernelIsa::avx512);
-  for (const MatmulShape& c : kMatmulShapes) {
-    BOOST_TEST_CONTEXT(format_name(c.format) << " " << c.rows << "x" << c.cols) {
-      RandomMatrix W(c.format, c.rows, c.cols, 5);
-      for (int64_t n : {1, 2, 3, 4}) {
-        auto x = random_floats(n * c.cols, 6 + n, -3.0f, 3.0f);
-        std::vector<float> y2(size_t(n * c.rows), -1.0f), y5(size_t(n * c.rows), -2.0f);
-        a2.matmul_rows(W.view(), x.data(), n, y2.data(), c.rows, 0, c.rows);
-        for (int64_t r0 = 0; r0 < c.rows; r0 += 37)  // uneven splits: other tiles, other leftover rows
-          a5.matmul_rows(W.view(), x.data(), n, y5.data(), c.rows, r0, std::min(c.rows, r0 + 37));
-        BOOST_TEST(same_bits(y5.data(), y2.data(), y2.size()), "n=" << n);
+  with_avx2_and_avx512_tables([](const KernelTable& a2, const KernelTable& a5) {
+    for (const MatmulShape& c : kMatmulShapes) {
+      BOOST_TEST_CONTEXT(format_name(c.format) << " " << c.rows << "x" << c.cols) {
+        RandomMatrix W(c.format, c.rows, c.cols, 5);
+        for (int64_t n : {1, 2, 3, 4}) {
+          auto x = random_floats(n * c.cols, 6 + n, -3.0f, 3.0f);
+          std::vector<float> y2(size_t(n * c.rows), -1.0f), y5(size_t(n * c.rows), -2.0f);
+          a2.matmul_rows(W.view(), x.data(), n, y2.data(), c.rows, 0, c.rows);
+          for (int64_t r0 = 0; r0 < c.rows; r0 += 37)  // uneven splits: other tiles, other leftover rows
+            a5.matmul_rows(W.view(), x.data(), n, y5.data(), c.rows, r0, std::min(c.rows, r0 + 37));
+          BOOST_TEST(same_bits(y5.data(), y2.data(), y2.size()), "n=" << n);
+        }
       }
     }
-  }
+  });
 }
 
 BOOST_AUTO_TEST_CASE(active_path_is_reported) {

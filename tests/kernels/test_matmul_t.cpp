@@ -97,25 +97,21 @@ BOOST_AUTO_TEST_CASE(matmul_t_bits_independent_of_threads) {
 // avx512's transposed INT4 product performs the AVX2 kernel's operations per
 // element in the same order: the same bits, tails and column splits included.
 BOOST_AUTO_TEST_CASE(matmul_t_avx512_has_the_avx2_bits) {
-  if (!kernel_isa_available(KernelIsa::avx512)) {
-    BOOST_TEST_MESSAGE("no AVX-512 VNNI on this CPU: avx512 vs avx2 bits not checked");
-    return;
-  }
-  const KernelTable& a2 = kernel_table(KernelIsa::avx2);
-  const KernelTable& a5 = kernel_table(KernelIsa::avx512);
-  for (const MatmulShape& c : kCases) {
-    BOOST_TEST_CONTEXT(format_name(c.format) << " " << c.rows << "x" << c.cols) {
-      RandomMatrix W(c.format, c.rows, c.cols, 29);
-      for (int64_t n : {1, 2, 3, 4, 7}) {
-        auto x = random_floats(n * c.rows, 30 + n, -3.0f, 3.0f);
-        std::vector<float> y2(size_t(n * c.cols), -1.0f), y5(size_t(n * c.cols), -2.0f);
-        a2.matmul_t_cols(W.view(), x.data(), n, y2.data(), 0, c.cols);
-        for (int64_t c0 = 0; c0 < c.cols; c0 += 160)  // 160: a 128-column tile, a 32-column one, then a split
-          a5.matmul_t_cols(W.view(), x.data(), n, y5.data(), c0, std::min(c.cols, c0 + 160));
-        BOOST_TEST(same_bits(y5.data(), y2.data(), y2.size()), "n=" << n);
+  with_avx2_and_avx512_tables([](const KernelTable& a2, const KernelTable& a5) {
+    for (const MatmulShape& c : kCases) {
+      BOOST_TEST_CONTEXT(format_name(c.format) << " " << c.rows << "x" << c.cols) {
+        RandomMatrix W(c.format, c.rows, c.cols, 29);
+        for (int64_t n : {1, 2, 3, 4, 7}) {
+          auto x = random_floats(n * c.rows, 30 + n, -3.0f, 3.0f);
+          std::vector<float> y2(size_t(n * c.cols), -1.0f), y5(size_t(n * c.cols), -2.0f);
+          a2.matmul_t_cols(W.view(), x.data(), n, y2.data(), 0, c.cols);
+          for (int64_t c0 = 0; c0 < c.cols; c0 += 160)  // 160: a 128-column tile, a 32-column one, then a split
+            a5.matmul_t_cols(W.view(), x.data(), n, y5.data(), c0, std::min(c.cols, c0 + 160));
+          BOOST_TEST(same_bits(y5.data(), y2.data(), y2.size()), "n=" << n);
+        }
       }
     }
-  }
+  });
 }
 
 // The absorbed attention uses matmul_t on a head's key rows of kv_b_proj.

@@ -31,27 +31,20 @@
 //   each instruction serves two rows; a tile is 4 rows a quarter of the range
 //   apart, as the AVX2 tile, prefetching the next row's block.
 //
-// The only file of the float path built with AVX-512 flags; runs only after
-// the CPUID check (cpu_has_avx512_vnni), as matmul_q8_avx512.cpp.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
-
+// Built with AVX-512 flags, as matmul_t_avx512.cpp (avx512_float_path.hpp);
+// runs only after the CPUID check (cpu_has_avx512_vnni).
 #include <algorithm>
 
-#include "kernels/x86/avx2_formats.hpp"
+#include "kernels/x86/avx512_float_path.hpp"
 
 namespace trillion::avx2 {
 
-void matmul_t_cols(const QMatrix& W, const float* x, int64_t n, float* y, int64_t c0, int64_t c1);
-void matmul_rows(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0, int64_t r1);
-
 namespace {
 
-constexpr int kMaxToks = 3;
-constexpr int64_t kPrefetchRows = 16;
+using avx512_float::address;
+using avx512_float::kMaxToks;
+using avx512_float::kPrefetchRows;
+using avx512_float::prefetch;
 
 // Columns [c, c + 32 G) (G whole scale groups) for tokens [t0, t0 + TT).
 template <int TT, int G>
@@ -67,7 +60,7 @@ void int4_cols_tile(const QMatrix& W, const float* x, float* y, int64_t t0, int6
     const uint8_t* row = d + r * (cols / 2);
     const uint16_t* rs = s + r * W.scale_cols;
     for (int g = 0; g < G; g += 4)  // one 64-byte line per 4 groups
-      _mm_prefetch(reinterpret_cast<const char*>(row + kPrefetchRows * (cols / 2) + 16 * g), _MM_HINT_T0);
+      prefetch(address(row) + uintptr_t(kPrefetchRows * (cols / 2) + 16 * g));
     for (int g = 0; g < G; ++g) {
       // Byte j of the group holds columns 2j (low nibble) and 2j + 1 (high).
       const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * g)));
@@ -128,7 +121,7 @@ void int4_rows_tile(const QMatrix& W, const float* x, float* y, int64_t ldy, int
     if (c % kBlock == 0)
       for (int i = 0; i < 2 * P; ++i)  // the next row of each stream (the AVX2 tile's prefetch_next_tile)
         for (int64_t o = 0; o < std::min(kBlock, cols - c) / 2; o += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(rp[i] + row_bytes + c / 2 + o), _MM_HINT_T0);
+          prefetch(address(rp[i]) + uintptr_t(row_bytes + c / 2 + o));
     for (int p = 0; p < P; ++p) {
       // The group's 16 bytes of the low row in bits 0-127, of the high row in 256-383.
       const __m512i bytes = _mm512_inserti64x4(

@@ -16,26 +16,19 @@
 // columns at one token (8 chains), 64 at two or three.
 //
 // Built with AVX-512 flags; runs only after the CPUID check (cpu_has_avx512_vnni).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
-
 #include <algorithm>
 #include <type_traits>
 
-#include "kernels/x86/avx2_formats.hpp"
+#include "kernels/x86/avx512_float_path.hpp"
 
 namespace trillion::avx2 {
 
-void matmul_t_cols(const QMatrix& W, const float* x, int64_t n, float* y, int64_t c0, int64_t c1);
-void int4_matmul_t_cols_avx512(const QMatrix& W, const float* x, int64_t n, float* y, int64_t c0, int64_t c1);
-
 namespace {
 
-constexpr int kMaxToks = 3;
-constexpr int64_t kPrefetchRows = 16;  // as the INT4 tile: the first tile over a block reads it from memory
+using avx512_float::address;
+using avx512_float::kMaxToks;
+using avx512_float::kPrefetchRows;
+using avx512_float::prefetch;
 
 // 16 columns from c of row r as floats: the values load(r, c), load(r, c + 8) give.
 inline __m512 load16(const Fp8Format& f, int64_t r, int64_t c) {
@@ -64,8 +57,7 @@ void cols_tile(const F& f, int64_t rows, int64_t cols, const float* x, float* y,
     for (int v = 0; v < V; ++v) acc[t][v] = _mm512_setzero_ps();
   for (int64_t r = 0; r < rows; ++r) {
     for (int v = 0; v < V; v += 64 / (F::kBits * 2))  // one 64-byte line per prefetch
-      _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(f.ptr(r, c + 16 * v)) + ahead),
-                   _MM_HINT_T0);
+      prefetch(address(f.ptr(r, c + 16 * v)) + ahead);
     __m512 xs[TT];
     for (int v = 0; v < V; ++v) {
       if (v == 0 || (F::kGroup != 0 && (c + 16 * v) % F::kGroup == 0)) {
