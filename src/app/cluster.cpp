@@ -144,6 +144,7 @@ void Cluster::set_up() {
     const bool cores_to_spare =
         int64_t(threads) * ranks_on_host <= int64_t(std::max(1u, std::thread::hardware_concurrency()));
     pool_ = std::make_unique<ThreadPool>(threads, cores_to_spare);
+    env_->set_threads_per_rank(threads);  // before the channel: how its waits use the core
   } catch (const Error& e) {
     error = e.what();
   }
@@ -172,6 +173,7 @@ RankMetrics Cluster::my_metrics() const {
   RankMetrics m = role_->metrics();
   m.rank = env_->rank();
   m.host = env_->host();
+  m.waits = env_->cores_shared() ? "sleep" : "poll";  // as the channel's automatic choice
   m.weight_bytes = share_bytes(store_->config(), store_->manifest(), layout_.ranks.at(size_t(env_->rank())));
   return m;
 }

@@ -97,7 +97,7 @@ std::vector<std::byte> ExchangeQueue::take(int src, int32_t tag) {
   auto& q = ready_[size_t(src)];
   if (q.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
-    Backoff backoff(ch_.spins());
+    Backoff backoff = ch_.backoff();
     while (q.empty()) {
       ch_.refresh(backoff.upkeep_due());
       // Receive only from src (a message from another rank may be followed by
@@ -121,7 +121,7 @@ std::vector<std::byte> ExchangeQueue::take(int src, int32_t tag) {
 void ExchangeQueue::drain() {
   if (!sends_pending()) return;
   const auto t0 = std::chrono::steady_clock::now();
-  Backoff backoff(ch_.spins());
+  Backoff backoff = ch_.backoff();
   while (sends_pending()) {
     ch_.refresh(backoff.upkeep_due());
     bool moved = false;

@@ -126,7 +126,7 @@ void PipelineRunner::submit(uint64_t ticket, const StepInput& in) {
   // Never block on rank 1's ring while results wait for us: the last stage
   // could be blocked on our ring, and rank 1 on its successor (a cycle).
   auto t1 = clock_type::now();
-  Backoff backoff(ch_.spins());
+  Backoff backoff = ch_.backoff();
   while (!ch_.try_send(1, kTagStep, msg)) {
     drain_results(false);
     backoff.pause();

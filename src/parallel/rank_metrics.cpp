@@ -40,7 +40,7 @@ int64_t rss_bytes() {
 }
 
 nlohmann::json to_json(const RankMetrics& m) {
-  return {{"rank", m.rank}, {"host", m.host}, {"role", m.role}, {"busy_seconds", m.busy_seconds},
+  return {{"rank", m.rank}, {"host", m.host}, {"role", m.role}, {"waits", m.waits}, {"busy_seconds", m.busy_seconds},
           {"wait_seconds", m.wait_seconds}, {"bytes_sent", m.bytes_sent}, {"messages_sent", m.messages_sent},
           {"bytes_received", m.bytes_received}, {"messages_received", m.messages_received},
           {"weight_bytes", m.weight_bytes}, {"kv_cache_bytes", m.kv_cache_bytes},
@@ -52,6 +52,7 @@ RankMetrics rank_metrics_from_json(const nlohmann::json& j) {
   j.at("rank").get_to(m.rank);
   j.at("host").get_to(m.host);
   j.at("role").get_to(m.role);
+  m.waits = j.value("waits", "");
   j.at("busy_seconds").get_to(m.busy_seconds);
   j.at("wait_seconds").get_to(m.wait_seconds);
   j.at("bytes_sent").get_to(m.bytes_sent);

@@ -12,6 +12,9 @@ struct RankMetrics {
   int rank = 0;
   std::string host;
   std::string role;            // "stage 0: layers 0-13 + embed", "experts 0-31"
+  // How its long waits use the core: "poll" (its machine's ranks have a
+  // core per thread), "sleep" (they share cores: Backoff's sleep).
+  std::string waits;
   double busy_seconds = 0;     // computing (layers, head, experts)
   double wait_seconds = 0;     // blocked on the channel (receive or credits)
   uint64_t bytes_sent = 0, messages_sent = 0;

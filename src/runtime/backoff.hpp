@@ -35,12 +35,14 @@ class Backoff {
   // yield loop is not free when ranks share a core: CFS hands the yielder
   // slices, and a 4-rank pipeline on 2 cores measured its stages' compute
   // 2.3x slower while their core-mates waited by yielding. The cost: a wait
-  // ends up to kMaxSleep late, only after it has lasted kYieldFor.
+  // ends up to kMaxSleep late (more on a VM: core_sharing.hpp), only after it
+  // has lasted kYieldFor; so a rank whose core nobody else needs never sleeps.
   static constexpr std::chrono::microseconds kYieldFor{1000}, kFirstSleep{20}, kMaxSleep{200};
 
-  // Loops polling an RmaChannel's try_* calls should pass channel.spins(),
-  // which is 0 when ranks outnumber cores.
-  explicit Backoff(int spins = kDefaultSpins) : spins_(spins) {}
+  // Loops polling an RmaChannel's try_* calls should take channel.backoff():
+  // no spins when ranks outnumber cores, sleeps only when cores are shared
+  // (MpiEnv::cores_shared).
+  explicit Backoff(int spins = kDefaultSpins, bool may_sleep = true) : spins_(spins), may_sleep_(may_sleep) {}
 
   // Call after each unsuccessful check.
   void pause() {
@@ -53,7 +55,7 @@ class Backoff {
     } else {
       const auto now = std::chrono::steady_clock::now();
       if (count_ == spins_ + 1) yield_start_ = now;
-      if (now - yield_start_ >= kYieldFor) sleep_ = kFirstSleep;
+      if (may_sleep_ && now - yield_start_ >= kYieldFor) sleep_ = kFirstSleep;
       sched_yield();
     }
   }
@@ -67,6 +69,7 @@ class Backoff {
 
  private:
   int spins_;
+  bool may_sleep_;
   int count_ = 0;
   std::chrono::steady_clock::time_point yield_start_{};
   std::chrono::microseconds sleep_{0};

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <exception>
 #include <sstream>
+#include <type_traits>
 
 #include "runtime/mpi_transport.hpp"
 
@@ -111,6 +112,12 @@ MpiEnv::MpiEnv(int& argc, char**& argv, MpiOptions options)
   for (int r = 0; r < size_; ++r) hosts_.emplace_back(&all[size_t(r) * MPI_MAX_PROCESSOR_NAME]);
   ranks_on_host_ = int(std::count(hosts_.begin(), hosts_.end(), host()));
   oversubscribed_ = unsigned(ranks_on_host_) > std::max(1u, std::thread::hardware_concurrency());
+  const CoreClaim mine = this_process_claim(host());
+  std::vector<CoreClaim> claims(static_cast<size_t>(size_));
+  static_assert(std::is_trivially_copyable_v<CoreClaim>);
+  mpi_check(MPI_Allgather(&mine, int(sizeof mine), MPI_BYTE, claims.data(), int(sizeof mine), MPI_BYTE, comm_),
+            "MPI_Allgather(core claims)");
+  machine_share_ = trillion::machine_share(claims, rank_);
 
   osc_selection_ = read_osc_selection();
   needs_progress_ = pt2pt_possible(osc_selection_);

@@ -7,6 +7,7 @@
 //   trillion::MpiEnv env(argc, argv);
 //   return trillion::run_guarded(env, [&] { ...; return 0; });
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -19,6 +20,7 @@
 
 #include <mpi.h>
 
+#include "runtime/core_sharing.hpp"
 #include "runtime/mpi_error.hpp"
 
 namespace trillion {
@@ -64,6 +66,14 @@ class MpiEnv {
   // (then waiting ranks must yield at once rather than spin).
   int ranks_on_host() const { return ranks_on_host_; }
   bool oversubscribed() const { return oversubscribed_; }
+  // The ranks on this rank's machine (the running kernel: the emulated
+  // cluster's hosts are one machine) and the CPUs their affinities cover.
+  const MachineShare& machine_share() const { return machine_share_; }
+  // Threads each rank computes with (default 1); set before channels are made.
+  void set_threads_per_rank(int threads) { threads_per_rank_ = std::max(1, threads); }
+  // Whether this machine's ranks' threads outnumber its usable CPUs: then a
+  // long wait must give its core up (Backoff's sleep), else it keeps polling.
+  bool cores_shared() const { return machine_share_.shared(threads_per_rank_); }
 
   // A duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN, for trillion's own use.
   MPI_Comm comm() const { return comm_; }
@@ -104,6 +114,8 @@ class MpiEnv {
   std::vector<std::string> hosts_;
   int ranks_on_host_ = 1;
   bool oversubscribed_ = false;
+  MachineShare machine_share_;
+  int threads_per_rank_ = 1;
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm progress_comm_ = MPI_COMM_NULL;  // never carries a message; Iprobe only
   std::string osc_selection_;

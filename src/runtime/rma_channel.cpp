@@ -70,7 +70,7 @@ void RmaChannel::wait_for_credit(int dest) {
                 "': send to self would block forever (ring full; receive first)");
   }
   const auto start = Clock::now();
-  Backoff backoff(spins_);
+  Backoff backoff = this->backoff();
   bool reported = false;
   for (;;) {
     sync(backoff.upkeep_due());
@@ -212,7 +212,7 @@ const SlotHeader& RmaChannel::wait_slot(int src) {
   sync(false);
   if (const SlotHeader* h = arrived(src)) return *h;
   const auto start = Clock::now();
-  Backoff backoff(spins_);
+  Backoff backoff = this->backoff();
   bool reported = false;
   for (;;) {
     backoff.pause();
@@ -346,7 +346,7 @@ std::optional<Message> RmaChannel::try_recv_polled(int src) {
 Message RmaChannel::recv_any() {
   const int n = env_.size();
   const auto start = Clock::now();
-  Backoff backoff(spins_);
+  Backoff backoff = this->backoff();
   bool waited = false, reported = false;
   for (;;) {
     sync(backoff.upkeep_due());

@@ -30,6 +30,7 @@
 
 #include <mpi.h>
 
+#include "runtime/backoff.hpp"
 #include "runtime/mpi_env.hpp"
 #include "runtime/slot_layout.hpp"
 
@@ -42,6 +43,9 @@ struct ChannelConfig {
   // Checks spun before a waiting rank yields its core; -1 = automatic: 0
   // when this host runs more ranks than it has cores, else Backoff's default.
   int spins = -1;
+  // Whether a long wait sleeps rather than keeps yielding: -1 = automatic:
+  // when this machine's ranks' threads outnumber its CPUs (MpiEnv::cores_shared).
+  int sleep = -1;
 };
 
 struct MessageInfo {
@@ -80,9 +84,12 @@ class RmaChannel {
   int size() const { return env_.size(); }
   const ChannelConfig& config() const { return config_; }
   const ChannelStats& stats() const { return stats_; }
-  // Checks a waiting rank spins before yielding (see ChannelConfig::spins);
-  // pass it to a Backoff in loops that poll try_send/try_recv.
+  // Checks a waiting rank spins before yielding (see ChannelConfig::spins).
   int spins() const { return spins_; }
+  // Whether a long wait sleeps (ChannelConfig::sleep).
+  bool sleeps() const { return sleeps_; }
+  // How loops that poll try_send/try_recv wait: as the channel's own waits.
+  Backoff backoff() const { return Backoff(spins_, sleeps_); }
 
   // Sends `data` to `dest` (which may be this rank). Puts straight from
   // `data` (no staging copy); returns when `data` may be reused and the
@@ -184,6 +191,7 @@ class RmaChannel {
   ChannelStats stats_;
   int uncaught_at_init_ = 0;
   int spins_ = 0;
+  bool sleeps_ = true;
 };
 
 }  // namespace trillion
