@@ -28,10 +28,12 @@ const char* to_string(Activations a) { return a == Activations::int8 ? "int8" : 
 
 Activations resolve_activations(const std::string& flag, WeightFormat f) {
   if (flag != "auto") return parse_activations(flag);
-  // FP8 stays on f32 by default: its float kernels beat the requantized int8
-  // path on this AVX2 machine (bench model, 2 threads, quiet A/B: prefill
-  // 272 vs 216 tokens/s, batch 1 68 vs 64, batch 16 168 vs 163), exactly and
-  // without the int8 copy's memory. `--activations int8` takes it.
+  // FP8 stays on f32 by default, though with VNNI the requantized int8 path
+  // is 1.4-1.5x faster (README, Kernels): its int8 copy costs ~1.06 bytes
+  // per weight of memory beside the mapped FP8 pages (DeepSeek-V3: ~700 GB
+  // more), and a default chosen by each rank's CPU would make one command's
+  // bits depend on the machine. On AVX2 without VNNI f32 is also the faster.
+  // `--activations int8` takes it.
   return f == WeightFormat::int4_group || f == WeightFormat::int8_group ? Activations::int8 : Activations::f32;
 }
 

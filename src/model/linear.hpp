@@ -21,7 +21,8 @@ Activations parse_activations(const std::string& s);  // "f32" | "int8"; throws 
 const char* to_string(Activations a);
 // The --activations flag for a model stored as `f`: "auto" (the default) is
 // int8 for INT8 and INT4 models, as in every peer engine, and f32 for BF16
-// and FP8 (measured faster on f32 here: linear.cpp); "f32" and "int8" as given.
+// and FP8 (no int8 copy in memory, the same bits on every CPU: linear.cpp);
+// "f32" and "int8" as given.
 Activations resolve_activations(const std::string& flag, WeightFormat f);
 // Whether a model stored as `f` on path `a` reads its FP8 linears as int8
 // copies (store/int8_source.hpp), which cost memory of their own.
