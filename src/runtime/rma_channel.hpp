@@ -84,11 +84,8 @@ class RmaChannel {
   int size() const { return env_.size(); }
   const ChannelConfig& config() const { return config_; }
   const ChannelStats& stats() const { return stats_; }
-  // Checks a waiting rank spins before yielding (see ChannelConfig::spins).
-  int spins() const { return spins_; }
-  // Whether a long wait sleeps (ChannelConfig::sleep).
-  bool sleeps() const { return sleeps_; }
-  // How loops that poll try_send/try_recv wait: as the channel's own waits.
+  // How loops that poll try_send/try_recv wait: as the channel's own waits
+  // (ChannelConfig::spins and ::sleep).
   Backoff backoff() const { return Backoff(spins_, sleeps_); }
 
   // Sends `data` to `dest` (which may be this rank). Puts straight from
