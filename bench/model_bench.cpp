@@ -202,11 +202,17 @@ class FloorTimer {
       else
         linear(m, x_.data(), 1, y_.data(), fm.exact ? Activations::f32 : act_, pool_);
       sec[part] += since(t0);
-      bytes_[part] += double(qmatrix_bytes(m)) / (fm.absorbed ? 2 : 1);
+      bytes_[part] += double(qmatrix_bytes(m)) * absorbed_share(fm.absorbed);
     }
     double total = 0;
     for (size_t i = 0; i < parts_.size(); ++i) by_part_[i].push_back(sec[i]), total += sec[i];
     totals_.push_back(total);
+  }
+  // The share of kv_b's bytes a product reads: per head, W_UK is its nope
+  // key rows and W_UV its v value rows.
+  double absorbed_share(int which) const {
+    if (which == 0) return 1.0;
+    return double(which == 1 ? f_.nope : f_.v) / double(f_.nope + f_.v);
   }
   // attention.cpp's two per-head products over kv_b at one token (exact path).
   void absorbed(const QMatrix& kv_b, int which) {

@@ -173,7 +173,7 @@ RankMetrics Cluster::my_metrics() const {
   RankMetrics m = role_->metrics();
   m.rank = env_->rank();
   m.host = env_->host();
-  m.waits = env_->cores_shared() ? "sleep" : "poll";  // as the channel's automatic choice
+  m.waits = env_->cores_shared() ? "sleep" : "poll";  // as the channel's waits (RmaChannel::backoff)
   m.weight_bytes = share_bytes(store_->config(), store_->manifest(), layout_.ranks.at(size_t(env_->rank())));
   return m;
 }

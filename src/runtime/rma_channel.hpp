@@ -43,9 +43,6 @@ struct ChannelConfig {
   // Checks spun before a waiting rank yields its core; -1 = automatic: 0
   // when this host runs more ranks than it has cores, else Backoff's default.
   int spins = -1;
-  // Whether a long wait sleeps rather than keeps yielding: -1 = automatic:
-  // when this machine's ranks' threads outnumber its CPUs (MpiEnv::cores_shared).
-  int sleep = -1;
 };
 
 struct MessageInfo {
@@ -85,7 +82,7 @@ class RmaChannel {
   const ChannelConfig& config() const { return config_; }
   const ChannelStats& stats() const { return stats_; }
   // How loops that poll try_send/try_recv wait: as the channel's own waits
-  // (ChannelConfig::spins and ::sleep).
+  // (ChannelConfig::spins; a long wait sleeps when MpiEnv::cores_shared()).
   Backoff backoff() const { return Backoff(spins_, sleeps_); }
 
   // Sends `data` to `dest` (which may be this rank). Puts straight from

@@ -25,7 +25,7 @@ RmaChannel::RmaChannel(const MpiEnv& env, ChannelConfig config)
       layout_(env.size(), config_.slot_bytes, config_.slots_per_peer),
       uncaught_at_init_(std::uncaught_exceptions()),
       spins_(config_.spins >= 0 ? config_.spins : env.oversubscribed() ? 0 : Backoff::kDefaultSpins),
-      sleeps_(config_.sleep >= 0 ? config_.sleep != 0 : env.cores_shared()) {
+      sleeps_(env.cores_shared()) {
   const std::string what = "channel '" + config_.name + "'";
   bool valid = config_.slot_bytes >= 1 && config_.slot_bytes <= kMaxSlotBytes &&
                config_.slots_per_peer >= 1 && config_.slots_per_peer <= 65536;

@@ -41,10 +41,7 @@ namespace trillion::avx2 {
 
 namespace {
 
-using avx512_float::address;
-using avx512_float::kMaxToks;
-using avx512_float::kPrefetchRows;
-using avx512_float::prefetch;
+using namespace avx512_float;  // the shared tile constants and prefetch
 
 // Columns [c, c + 32 G) (G whole scale groups) for tokens [t0, t0 + TT).
 template <int TT, int G>

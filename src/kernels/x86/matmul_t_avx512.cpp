@@ -25,10 +25,7 @@ namespace trillion::avx2 {
 
 namespace {
 
-using avx512_float::address;
-using avx512_float::kMaxToks;
-using avx512_float::kPrefetchRows;
-using avx512_float::prefetch;
+using namespace avx512_float;  // the shared tile constants and prefetch
 
 // 16 columns from c of row r as floats: the values load(r, c), load(r, c + 8) give.
 inline __m512 load16(const Fp8Format& f, int64_t r, int64_t c) {
