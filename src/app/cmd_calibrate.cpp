@@ -181,6 +181,7 @@ int run_calibrate(const Args& args) {
     h.bandwidth_per_core = bw_one;
     h.vector_flops_per_core = vector_rate(wall);
     h.dispatch_seconds = dispatch_seconds(cores);
+    h.wake_seconds = sleeping_wait_wake_seconds(quick ? 10 : 100);
     json j = {{"format", "trillion-profile/1"}, {"source", m + " (kernel path " + std::string(to_string(kernel_isa())) + ")"}};
     j["host"] = to_json(h);
     j["host"]["kernels"] = kernel_rates(quick, wall);
@@ -192,6 +193,7 @@ int run_calibrate(const Args& args) {
         {"bandwidth_per_core_bytes_per_s", m + ": the same on one core"},
         {"vector_flops_per_core", m + ": float32 dot + axpy over 576-float rows, one core"},
         {"dispatch_seconds", m + ": an empty parallel_for on every core"},
+        {"wake_seconds", m + ": a wait that has begun to sleep notices a flag set 3 ms in this late (mean)"},
         {"kernels", m + ": matmul of a 1024 x 2048 matrix in cache, one core, FLOP/s per batch, " +
                         (wall ? "wall clock" : "thread CPU time")},
         {"kernels_streaming", m + ": the same matmuls with the weights streaming from a file mapping (" +

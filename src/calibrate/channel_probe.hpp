@@ -13,4 +13,9 @@ namespace trillion {
 // must not); returns the one-way seconds (round trip / 2).
 double pingpong_channel(RmaChannel& ch, std::vector<std::byte>& buf, size_t bytes, int iters);
 
+// How late a wait that has begun to sleep (Backoff once it has yielded
+// kYieldFor, as a rank's waits do where ranks share cores) notices a flag
+// another thread sets: mean seconds over `trials` waits of ~3 ms each.
+double sleeping_wait_wake_seconds(int trials);
+
 }  // namespace trillion

@@ -119,6 +119,20 @@ RankCtx rank_ctx(const Cluster& cl, int rank, int busy) {
 
 Time hop(const LinkProfile& l, double bytes) { return {0, 0, l.hop_seconds(bytes)}; }
 
+// What a message costs beyond its link when it finds `rank` waiting for
+// `waited` seconds: where the rank's machine runs more ranks x threads than
+// it has cores, a wait sleeps once it has lasted kWakeAfterSeconds, and
+// notices the message wake_seconds late (the host's profile).
+// Elsewhere a wait polls and the link's latency is the whole of it.
+Time wake(const Cluster& cl, int rank, double waited) {
+  const int h = cl.host_of_rank[size_t(rank)];
+  const HostProfile& host = cl.hosts[size_t(cl.one_machine ? 0 : h)];
+  const int ranks_here = cl.one_machine ? int(cl.host_of_rank.size()) : cl.ranks_on(h);
+  const int threads = cl.one_machine ? 1 : cl.threads_of(rank);
+  const bool sleeps = ranks_here * threads > host.cores;
+  return sleeps && waited > kWakeAfterSeconds ? Time{0, 0, host.wake_seconds} : Time{};
+}
+
 Prediction finish(const char* mode, const char* phase, int64_t batch, double tokens, const Time& step,
                   double group_latency, double group_tokens) {
   Prediction p;
@@ -153,13 +167,22 @@ Time stage_time(const ModelCost& mc, const RankShare& share, const StepShape& s,
 Prediction pipeline(const ModelCost& mc, const Layout& layout, const Cluster& cl, const char* phase, int64_t batch,
                     int groups, const StepShape& s, double tokens, double group_tokens) {
   const int N = layout.size();
-  Time sum, slowest;
+  std::vector<Time> work(static_cast<size_t>(N));
+  double all_work = 0;
   for (int r = 0; r < N; ++r) {
     // Stages of one host run at once only when several groups are in flight.
-    const RankCtx c = rank_ctx(cl, r, groups);
-    Time t = stage_time(mc, layout.ranks[size_t(r)], s, c);
+    work[size_t(r)] = stage_time(mc, layout.ranks[size_t(r)], s, rank_ctx(cl, r, groups));
+    all_work += work[size_t(r)].total();
+  }
+  Time sum, slowest;
+  for (int r = 0; r < N; ++r) {
+    Time t = work[size_t(r)];
     const double bytes = r + 1 < N ? s.rows * double(mc.hidden) * 4 + 64 : s.logits * 16 + 64;
-    if (N > 1) t += hop(cl.link_between(r, (r + 1) % N), bytes);
+    const int next = (r + 1) % N;
+    if (N > 1) t += hop(cl.link_between(r, next), bytes);
+    // With one group in flight the next stage has waited out the rest of
+    // the round (with several it is mostly busy with another group's step).
+    if (N > 1 && groups == 1) t += wake(cl, next, all_work - work[size_t(next)].total());
     sum += t;
     slowest = slower(slowest, t);
   }
@@ -230,6 +253,7 @@ Prediction expert(const ModelCost& mc, const Layout& layout, const Cluster& cl, 
   for (const LayerCost& L : mc.layers) {
     Time a;
     double hidden = 1e300;  // the least attention time any rank has behind which its exchanges travel
+    std::vector<double> own(static_cast<size_t>(N));
     for (int r = 0; r < N; ++r) {
       const StepShape& s = per_rank[size_t(r)];
       const double gr = g[size_t(r)];
@@ -237,10 +261,16 @@ Prediction expert(const ModelCost& mc, const Layout& layout, const Cluster& cl, 
       Time t = one.scaled(gr);
       if (N == 1 && L.moe) t += experts(mc, L, double(mc.n_experts), s.rows, ctx[size_t(r)]);
       a = slower(a, t);
+      own[size_t(r)] = t.total();
       hidden = std::min(hidden, one.total() * (gr - 1));
     }
     step += a;
     if (!L.moe || N == 1) continue;
+    // A rank with less attention than the slowest waits for its dispatch the
+    // difference (at batch 1: all but the sequence's rank, the whole of it).
+    Time late;
+    for (int r = 0; r < N; ++r) late = slower(late, wake(cl, r, a.total() - own[size_t(r)]));
+    step += late;
     auto held = [&](int q) { return double(layout.ranks[size_t(q)].experts.size()); };
     auto dispatch = [&](double share) {
       return exchange([&](int r, int q) {

@@ -20,6 +20,10 @@
 //    rows each, as the engine splits them) that take turns: each group streams the
 //    dense weights again, and the exchanges' link time hides behind the other
 //    groups' attention except the last group's share.
+//  - where a machine runs more ranks x threads than it has cores (emulated
+//    hosts), a hop whose receiver has waited over kWakeAfterSeconds finds it
+//    asleep and costs the host's wake_seconds more: at batch 1, every
+//    pipeline hop, and each MoE dispatch to ranks without rows.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -31,6 +35,10 @@
 #include "plan/profile.hpp"
 
 namespace trillion {
+
+// How long a wait yields before it sleeps: runtime/backoff.hpp's
+// Backoff::kYieldFor (tests/plan/test_predict.cpp holds them equal).
+inline constexpr double kWakeAfterSeconds = 0.001;
 
 struct Cluster {
   std::vector<int> host_of_rank;    // host index of each rank

@@ -94,6 +94,8 @@ HostProfile host_profile_from_json(const json& j, const std::string& source) {
   h.vector_flops_per_core = positive(j, "vector_flops_per_core", where);
   h.dispatch_seconds = j.value("dispatch_seconds", 0.0);
   if (!(h.dispatch_seconds >= 0)) throw InputError(where + ": \"dispatch_seconds\" must be >= 0");
+  h.wake_seconds = j.value("wake_seconds", 0.0);
+  if (!(h.wake_seconds >= 0 && h.wake_seconds < 1)) throw InputError(where + ": \"wake_seconds\" must be in [0, 1)");
   auto k = j.find("kernels");
   if (k == j.end() || !k->is_object() || k->empty())
     throw InputError(where + ": \"kernels\" must map \"<format>/<path>\" to {\"<batch>\": FLOP/s per core}");
@@ -148,6 +150,7 @@ json to_json(const HostProfile& h) {
           {"bandwidth_per_core_bytes_per_s", h.bandwidth_per_core},
           {"vector_flops_per_core", h.vector_flops_per_core},
           {"dispatch_seconds", h.dispatch_seconds},
+          {"wake_seconds", h.wake_seconds},
           {"kernels", write_rates(h.kernels)},
           {"sources", h.sources}};
   if (!h.kernels_streaming.empty()) out["kernels_streaming"] = write_rates(h.kernels_streaming);

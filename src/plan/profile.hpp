@@ -22,6 +22,11 @@ struct HostProfile {
   double bandwidth_per_core = 0;        // bytes/s, one core
   double vector_flops_per_core = 0;     // float32 dot/axpy (attention over the cache), FLOP/s
   double dispatch_seconds = 0;          // one parallel_for of the thread pool (per matrix call)
+  // Where a machine's ranks x threads outnumber its cores, a waiting rank
+  // sleeps once it has waited kWakeAfterSeconds (predict.hpp), and notices a
+  // message wake_seconds late on average (the rest of the sleep under way,
+  // and the timer's overshoot). 0: unknown (such a hop costs its link only).
+  double wake_seconds = 0;
   std::map<std::string, std::map<int64_t, double>> kernels;  // "fp8/f32" -> batch -> FLOP/s per core
   // The same rates with the weights streaming from memory out of a file
   // mapping, as a model's shards are read (trillion calibrate): below the

@@ -1,9 +1,11 @@
 #define BOOST_TEST_MODULE predict
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <cmath>
 
 #include "plan/predict.hpp"
+#include "runtime/backoff.hpp"
 
 using namespace trillion;
 namespace tt = boost::test_tools;
@@ -256,6 +258,42 @@ BOOST_AUTO_TEST_CASE(emulated_hosts_share_the_machine_cores_by_pinning) {
   emulated2.hosts[0].cores = 2;
   emulated2.hosts[0].bandwidth = 2e9;
   BOOST_TEST(predict(toy(), ex2, emulated2, o)[0].step_seconds == predict(toy(), ex2, apart2, o)[0].step_seconds,
+             tt::tolerance(1e-12));
+}
+
+// Where a machine's ranks outnumber its cores, a wait sleeps once it has
+// lasted kWakeAfterSeconds and notices its message wake_seconds late: a hop
+// pays that when its receiver has waited longer, and only then.
+BOOST_AUTO_TEST_CASE(a_hop_to_a_sleeping_wait_pays_the_wake) {
+  BOOST_TEST(kWakeAfterSeconds == std::chrono::duration<double>(Backoff::kYieldFor).count());
+  PredictOptions o;
+  o.batches = {1};
+  o.context = 0;
+  Cluster one_core = cluster(2, true);
+  one_core.one_machine = true;  // two emulated hosts on a 1-core machine
+  one_core.hosts[0].cores = 1;
+  const double base = predict(toy(), pipeline2(), one_core, o)[0].step_seconds;
+  // Batch 1, one group: stage 1 waits out stage 0's 2 ms, stage 0 stage 1's
+  // 2.428 ms, both past 1 ms: two wakes of 0.5 ms.
+  one_core.hosts[0].wake_seconds = 5e-4;
+  BOOST_TEST(predict(toy(), pipeline2(), one_core, o)[0].step_seconds == base + 1e-3, tt::tolerance(1e-9));
+  // A core for each rank: waits never sleep.
+  Cluster two_cores = one_core;
+  two_cores.hosts[0].cores = 2;
+  BOOST_TEST(predict(toy(), pipeline2(), two_cores, o)[0].step_seconds ==
+                 predict(toy(), pipeline2(), cluster(2, true), o)[0].step_seconds,
+             tt::tolerance(1e-12));
+  // Expert mode at batch 1: rank 1 has no rows and waits out rank 0's
+  // attention (2.008 ms of work at half the core) for the MoE layer's
+  // dispatch: one wake. At batch 2 both ranks reach it together: none.
+  Cluster no_wake = one_core;
+  no_wake.hosts[0].wake_seconds = 0;
+  BOOST_TEST(predict(toy(), expert2(), one_core, o)[0].step_seconds ==
+                 predict(toy(), expert2(), no_wake, o)[0].step_seconds + 5e-4,
+             tt::tolerance(1e-9));
+  o.batches = {2};
+  BOOST_TEST(predict(toy(), expert2(), one_core, o)[0].step_seconds ==
+                 predict(toy(), expert2(), no_wake, o)[0].step_seconds,
              tt::tolerance(1e-12));
 }
 
