@@ -86,15 +86,24 @@ struct StepShape {
   double rows, seqs, pos, logits;
 };
 
+// The machine a rank runs on, and how many ranks share it: its host's, or
+// with emulated hosts the one machine's (hosts[0]) and every rank.
+const HostProfile& machine_of(const Cluster& cl, int rank) {
+  return cl.hosts[size_t(cl.one_machine ? 0 : cl.host_of_rank[size_t(rank)])];
+}
+int ranks_on_machine_of(const Cluster& cl, int rank) {
+  return cl.one_machine ? int(cl.host_of_rank.size()) : cl.ranks_on(cl.host_of_rank[size_t(rank)]);
+}
+
 // `busy`: how many ranks of the rank's host (of the whole machine when the
 // hosts are emulated on one) work at the same time.
 RankCtx rank_ctx(const Cluster& cl, int rank, int busy) {
   RankCtx c;
   const int h = cl.host_of_rank[size_t(rank)];
   const int N = int(cl.host_of_rank.size());
-  c.host = &cl.hosts[size_t(cl.one_machine ? 0 : h)];
+  c.host = &machine_of(cl, rank);
   const int cores = c.host->cores;
-  const int ranks_here = cl.one_machine ? N : cl.ranks_on(h);
+  const int ranks_here = ranks_on_machine_of(cl, rank);
   busy = std::min(std::max(1, busy), ranks_here);
   if (cl.one_machine) {
     // Host i is pinned to core i mod cores: its threads share that one core
@@ -125,11 +134,9 @@ Time hop(const LinkProfile& l, double bytes) { return {0, 0, l.hop_seconds(bytes
 // notices the message wake_seconds late (the host's profile).
 // Elsewhere a wait polls and the link's latency is the whole of it.
 Time wake(const Cluster& cl, int rank, double waited) {
-  const int h = cl.host_of_rank[size_t(rank)];
-  const HostProfile& host = cl.hosts[size_t(cl.one_machine ? 0 : h)];
-  const int ranks_here = cl.one_machine ? int(cl.host_of_rank.size()) : cl.ranks_on(h);
-  const int threads = cl.one_machine ? 1 : cl.threads_of(rank);
-  const bool sleeps = ranks_here * threads > host.cores;
+  const HostProfile& host = machine_of(cl, rank);
+  const int threads = cl.one_machine ? 1 : cl.threads_of(rank);  // as rank_ctx: one thread per emulated host
+  const bool sleeps = ranks_on_machine_of(cl, rank) * threads > host.cores;
   return sleeps && waited > kWakeAfterSeconds ? Time{0, 0, host.wake_seconds} : Time{};
 }
 
