@@ -32,7 +32,7 @@ double now_seconds() {
 // --stages auto: `trillion plan`'s split (plan/predict.hpp, auto_stages).
 // Every rank computes it from the same inputs (the model, the flags, the
 // profile), so all agree.
-std::string auto_stages_of(const RunOptions& o, const ModelConfig& cfg, const Manifest& man, Activations act,
+StagePlan auto_stages_of(const RunOptions& o, const ModelConfig& cfg, const Manifest& man, Activations act,
                            const RunShape& shape, int ranks) {
   HostProfile host = default_host_profile();
   if (!o.profile.empty()) {
@@ -105,9 +105,20 @@ void Cluster::set_up() {
       shape.speculative = true;
     }
     std::string stages = opts_.stages;
-    if (stages == "auto" && mode == ParallelMode::pipeline)
-      stages = auto_stages_of(opts_, cfg, store_->manifest(), act, shape, env_->size());
-    layout_ = make_layout(cfg, model_sizes(cfg, store_->manifest()), mode, env_->size(), stages);
+    int64_t head_split = parse_head_split(opts_.head_split);
+    // MTP drafts from the whole head on the last stage: auto does not split it there.
+    const bool split_ok = mode == ParallelMode::pipeline && env_->size() > 1 && !shape.speculative;
+    if (stages == "auto" && mode == ParallelMode::pipeline) {
+      const StagePlan plan = auto_stages_of(opts_, cfg, store_->manifest(), act, shape, env_->size());
+      stages = plan.stages;
+      if (head_split < 0) head_split = split_ok ? plan.head_split : 0;
+    } else if (opts_.head_split == "auto") {
+      throw InputError("--head-split auto goes with --parallel pipeline --stages auto");
+    }
+    if (head_split > 0 && shape.speculative)
+      throw InputError("--speculative mtp needs the whole head on the last stage: run without --head-split");
+    layout_ = make_layout(cfg, model_sizes(cfg, store_->manifest()), mode, env_->size(), stages,
+                          std::max<int64_t>(0, head_split));
     if (mode == ParallelMode::expert && opts_.micro_batches > 64)
       throw InputError("--micro-batches " + std::to_string(opts_.micro_batches) +
                        ": expert mode splits a rank's rows into at most 64 groups");

@@ -29,7 +29,8 @@ namespace po = boost::program_options;
 namespace trillion::app {
 
 int run_plan(const Args& args) {
-  std::string model_dir, config, quantize, hostfile, parallel = "pipeline", stages, activations = "auto";
+  std::string model_dir, config, quantize, hostfile, parallel = "pipeline", stages, activations = "auto",
+              head_split_flag;
   std::string host_memory, profile_path, link_path, batches = "1,8,32,128";
   int ranks = 0, ranks_per_host = 0, kv_slots = 8, kv_len = 4096, threads = 0, micro_batches = 0;
   int64_t kv_tokens = 0, context = -1, step_tokens = 256;
@@ -49,6 +50,9 @@ int run_plan(const Args& args) {
       ("stages", po::value(&stages),
        "pipeline layer ranges per rank, e.g. 0-14,15-30, or auto: balanced by predicted time at --max-batch "
        "(default: balanced by bytes)")
+      ("head-split", po::value(&head_split_flag),
+       "pipeline: lm_head rows [0, N) on the first stage, the rest on the last, as for generate; auto: as "
+       "--stages auto chooses (its default)")
       ("max-batch", po::value(&kv_slots)->default_value(8), "sequence slots (KV cache and working memory)")
       ("max-len", po::value(&kv_len)->default_value(4096), "positions per slot (KV cache)")
       ("kv-cache-tokens", po::value(&kv_tokens)->default_value(0),
@@ -131,9 +135,16 @@ int run_plan(const Args& args) {
   cl.one_machine = emulated;
   // --stages auto: balanced by the predicted time of a decode step at
   // --max-batch (a batch job's steady state), as generate splits it.
-  if (stages == "auto" && mode == ParallelMode::pipeline)
-    stages = auto_stages(cost, host, threads, ranks, kv_slots, micro_batches, kv_len);
-  const Layout layout = make_layout(cfg, sizes, mode, ranks, stages);
+  int64_t head_split = parse_head_split(head_split_flag);
+  if (stages == "auto" && mode == ParallelMode::pipeline) {
+    const StagePlan plan = auto_stages(cost, host, threads, ranks, kv_slots, micro_batches, kv_len);
+    stages = plan.stages;
+    if (head_split < 0) head_split = plan.head_split;
+  } else if (head_split_flag == "auto") {
+    throw InputError("--head-split auto goes with --parallel pipeline --stages auto");
+  }
+  head_split = std::max<int64_t>(0, head_split);
+  const Layout layout = make_layout(cfg, sizes, mode, ranks, stages, head_split);
   const bool copies = requantizes_fp8(act, man.weight_format);
 
   PlanReport rep;
@@ -142,6 +153,7 @@ int run_plan(const Args& args) {
               {"activations", to_string(act)}, {"threads", threads}, {"emulated", emulated}, {"context", context},
               {"host_profile", to_json(host)}, {"link_profile", to_json(link)}, {"local_link_profile", to_json(local)}};
   if (!stages.empty() && mode == ParallelMode::pipeline) rep.json["stages"] = stages;  // given, or what auto chose
+  if (mode == ParallelMode::pipeline) rep.json["head_split"] = head_split;
   RunShape shape;
   shape.slots = kv_slots;
   shape.max_len = kv_len;
@@ -163,6 +175,7 @@ int run_plan(const Args& args) {
                                     {"layers", {s.layers.begin, s.layers.end - 1}},
                                     {"embed", s.layers.has_embed},
                                     {"head", s.layers.has_head},
+                                    {"head_rows", {s.layers.head_begin(), s.layers.head_end(cfg.vocab_size)}},
                                     {"experts", {s.experts.begin, s.experts.end - 1}},
                                     {"weight_bytes", weights},
                                     {"int8_copy_bytes", copy},

@@ -26,15 +26,24 @@ void print_plan(const PlanReport& rep, bool int8_copies) {
               j["activations"].get<std::string>().c_str());
   if (int8_copies)
     std::printf("FP8 weights on the int8 path: each rank also holds its FP8 linears as int8 groups (\"int8 copy\")\n");
-  std::printf("\n%-5s %-10s %-8s %-6s %-5s %-9s %-12s %-12s %-12s %-12s %s\n", "rank", "host", "layers", "embed",
-              "head", "experts", "weights", "int8 copy", "kv cache", "working", "files");
-  for (const auto& r : j["per_rank"])
-    std::printf("%-5d %-10s %-8s %-6s %-5s %-9s %-12s %-12s %-12s %-12s %zu\n", r["rank"].get<int>(),
+  // A split head shows each stage's lm_head rows.
+  const bool split = j.contains("head_split") && j["head_split"].get<int64_t>() > 0;
+  std::printf("\n%-5s %-10s %-8s %-6s %-*s %-9s %-12s %-12s %-12s %-12s %s\n", "rank", "host", "layers", "embed",
+              split ? 13 : 5, split ? "head rows" : "head", "experts", "weights", "int8 copy", "kv cache", "working",
+              "files");
+  for (const auto& r : j["per_rank"]) {
+    const auto& hr = r["head_rows"];
+    const std::string head = !split ? (r["head"].get<bool>() ? "yes" : "")
+                             : hr[1].get<int64_t>() > hr[0].get<int64_t>()
+                                 ? std::to_string(hr[0].get<int64_t>()) + "-" + std::to_string(hr[1].get<int64_t>() - 1)
+                                 : "";
+    std::printf("%-5d %-10s %-8s %-6s %-*s %-9s %-12s %-12s %-12s %-12s %zu\n", r["rank"].get<int>(),
                 r["host"].get<std::string>().c_str(), range(r["layers"]).c_str(), r["embed"].get<bool>() ? "yes" : "",
-                r["head"].get<bool>() ? "yes" : "", range(r["experts"]).c_str(),
+                split ? 13 : 5, head.c_str(), range(r["experts"]).c_str(),
                 gib(r["weight_bytes"].get<double>()).c_str(), gib(r["int8_copy_bytes"].get<double>()).c_str(),
                 gib(r["kv_cache_bytes"].get<double>()).c_str(), gib(r["working_bytes"].get<double>()).c_str(),
                 r["files"].size());
+  }
   std::printf("\nmemory per host (weights + int8 copy + KV cache + working memory):\n");
   for (const auto& h : j["per_host"]) {
     std::printf("  %-10s needs %s of %s", h["host"].get<std::string>().c_str(),

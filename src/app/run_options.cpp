@@ -22,6 +22,10 @@ void add_run_options(po::options_description& desc, RunOptions& o) {
       ("stages", po::value(&o.stages),
        "pipeline layer ranges per rank, e.g. 0-14,15-30, or auto: balanced by the predicted time of a decode step "
        "at --max-batch (trillion plan's model; default: balanced by bytes)")
+      ("head-split", po::value(&o.head_split),
+       "pipeline: lm_head rows [0, N) on the first stage, the rest on the last, which sends its normed rows "
+       "and logit columns back (finer balance than whole layers); auto: as --stages auto chooses (the default "
+       "with --stages auto; else 0, the whole head on the last stage)")
       ("profile", po::value(&o.profile),
        "host profile JSON (trillion calibrate) that --stages auto predicts with (default: built in)")
       ("micro-batches", po::value(&o.micro_batches)->default_value(0),

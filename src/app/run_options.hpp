@@ -19,6 +19,7 @@ struct RunOptions {
   bool verify = true;
   std::string parallel = "pipeline";
   std::string stages;       // --stages override, or "auto" (balanced by predicted time)
+  std::string head_split;   // --head-split rows | auto ("": auto with --stages auto, else none)
   std::string profile;      // --profile HOST.json: the host figures --stages auto predicts with
   int micro_batches = 0;    // pipeline steps in flight (0: one per stage); expert: row groups (0: 2)
   std::string activations = "auto";  // --activations auto | f32 | int8 (model/linear.hpp)

@@ -134,7 +134,7 @@ void Transformer::logits(const float* x, int64_t n, float* out) const {
   std::vector<float> h(size_t(n * cfg_.hidden_size));  // [n, d]
   final_norm(x, n, h.data());
   head(h.data(), n, out);
-  dump_->dump(-1, "logits", out, {n, cfg_.vocab_size});
+  dump_->dump(-1, "logits", out, {n, head_rows()});
 }
 
 void Transformer::final_norm(const float* x, int64_t n, float* out) const {
@@ -144,7 +144,7 @@ void Transformer::final_norm(const float* x, int64_t n, float* out) const {
 }
 
 void Transformer::head(const float* h, int64_t n, float* out) const {
-  if (!range_.has_head) throw Error("Transformer::head: this rank holds no lm_head");
+  if (!range_.holds_head_rows()) throw Error("Transformer::head: this rank holds no lm_head");
   linear(weights_->lm_head, h, n, out, act_, pool_);
 }
 

@@ -77,12 +77,16 @@ class Transformer {
   void set_groups(int groups, int64_t min_group_rows = kMinGroupRows);
   int groups() const { return groups_; }
 
-  // logits[n, vocab] = lm_head(norm(x[n, hidden])). Needs range().has_head.
+  // logits[n, head_rows()] = lm_head(norm(x[n, hidden])), the held rows of
+  // lm_head (all of them unless the head is split). Needs range().has_head.
   void logits(const float* x, int64_t n, float* out) const;
   // The two halves of logits(): out[n, hidden] = norm(x) (the MTP layer's
-  // input h_i), and out[n, vocab] = lm_head(h) (also the MTP layer's head).
+  // input h_i; needs has_head), and out[n, head_rows()] = lm_head(h) (also
+  // the MTP layer's head; needs holds_head_rows()).
   void final_norm(const float* x, int64_t n, float* out) const;
   void head(const float* h, int64_t n, float* out) const;
+  // lm_head rows held: vocab_size, or a split head's share.
+  int64_t head_rows() const { return range_.head_end(cfg_.vocab_size) - range_.head_begin(); }
 
  private:
   const ModelConfig& cfg_;

@@ -146,9 +146,14 @@ ModelWeights ModelWeights::load(const ModelConfig& cfg, const LayerRange& range,
   const int64_t d = cfg.hidden_size;
   ModelWeights w;
   if (range.has_embed) w.embed = load_linear(src, "model.embed_tokens", cfg.vocab_size, d);
-  if (range.has_head) {
-    w.final_norm = load_vector(src, "model.norm.weight", d);
-    w.lm_head = load_linear(src, "lm_head", cfg.vocab_size, d);
+  if (range.head_split < 0 || range.head_split >= cfg.vocab_size)
+    throw ConfigError("head split " + std::to_string(range.head_split) + " outside the vocabulary's " +
+                      std::to_string(cfg.vocab_size) + " rows");
+  if (range.has_head) w.final_norm = load_vector(src, "model.norm.weight", d);
+  if (range.holds_head_rows()) {
+    // A view of the held rows: mapped weights, so the other rows' pages are never touched.
+    const int64_t b = range.head_begin(), e = range.head_end(cfg.vocab_size);
+    w.lm_head = load_linear(src, "lm_head", cfg.vocab_size, d).row_range(b, e - b);
   }
   for (int64_t l = range.begin; l < range.end; ++l) w.layers.push_back(load_layer(cfg, src, l));
   return w;

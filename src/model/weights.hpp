@@ -56,7 +56,7 @@ struct LayerWeights {
 struct ModelWeights {
   QMatrix embed;            // [vocab, d]  (range.has_embed)
   VecView final_norm;       // [d]         (range.has_head)
-  QMatrix lm_head;          // [vocab, d]  (range.has_head)
+  QMatrix lm_head;          // [rows, d]: lm_head rows [range.head_begin(), range.head_end(vocab))
   std::vector<LayerWeights> layers;  // [range.size()], layers[i] is layer range.begin + i
 
   // Throws FormatError naming the tensor when one is missing or has the wrong

@@ -13,6 +13,7 @@ namespace trillion {
 StepOutput head_step(const Transformer& model, const float* x, const StepInput& in, Speculator* spec) {
   const int64_t d = model.config().hidden_size, vocab = model.config().vocab_size;
   const int64_t m = int64_t(in.logit_rows.size());
+  if (model.head_rows() != vocab) throw Error("head_step: this rank holds only part of a split head");
   // Only the requested rows go through the (vocabulary-sized) head.
   std::vector<float> rows(size_t(m * d));
   for (int64_t i = 0; i < m; ++i)
@@ -27,6 +28,13 @@ StepOutput head_step(const Transformer& model, const float* x, const StepInput& 
   }
   if (!in.drafts.empty() || !in.mtp_next.empty())
     throw Error("head_step: a speculative step on a rank without the MTP layer (run with --speculative mtp)");
+  choose_tokens(model.config(), in, out);
+  return out;
+}
+
+void choose_tokens(const ModelConfig& cfg, const StepInput& in, StepOutput& out) {
+  const int64_t vocab = cfg.vocab_size, m = int64_t(in.logit_rows.size());
+  if (out.logits.size() != size_t(m * vocab)) throw Error("choose_tokens: logits of the wrong size");
   out.tokens.resize(size_t(m));
   out.logprobs.assign(size_t(m), 0.0f);
   out.top_logprobs.resize(size_t(m));
@@ -41,7 +49,7 @@ StepOutput head_step(const Transformer& model, const float* x, const StepInput& 
       continue;
     }
     // Before a request's min_tokens the EOS ids are masked out of the choice.
-    Sample s = p.mask_eos ? sample_token(row, vocab, p, model.config().eos_token_ids) : sample_token(row, vocab, p);
+    Sample s = p.mask_eos ? sample_token(row, vocab, p, cfg.eos_token_ids) : sample_token(row, vocab, p);
     out.tokens[size_t(i)] = s.token;
     out.logprobs[size_t(i)] = s.logprob;
     out.top_logprobs[size_t(i)] = std::move(s.top);
@@ -50,7 +58,6 @@ StepOutput head_step(const Transformer& model, const float* x, const StepInput& 
     out.logits.clear();
     out.logits.shrink_to_fit();
   }
-  return out;
 }
 
 }  // namespace trillion

@@ -15,4 +15,10 @@ namespace trillion {
 // verified, and the MTP layer's next drafts in StepOutput::drafts.
 StepOutput head_step(const Transformer& model, const float* x, const StepInput& in, Speculator* spec = nullptr);
 
+// The choice half of head_step, from out.logits [in.logit_rows.size(), vocab]:
+// fills out.tokens, logprobs and top_logprobs, and drops the logits unless
+// in.return_logits. A split head (LayerRange::head_split) assembles the
+// logits on the first stage and chooses there.
+void choose_tokens(const ModelConfig& cfg, const StepInput& in, StepOutput& out);
+
 }  // namespace trillion

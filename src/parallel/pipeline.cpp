@@ -1,6 +1,7 @@
 #include "parallel/pipeline.hpp"
 
 #include <chrono>
+#include <cstring>
 #include <string>
 
 #include "common/error.hpp"
@@ -27,6 +28,8 @@ PipelineStage::PipelineStage(RmaChannel& ch, const ModelConfig& cfg, TensorSourc
   // The MTP layer lives where the head does: the last stage.
   if (shape.speculative && range_.has_head)
     spec_ = std::make_unique<Speculator>(cfg, source, pool, shape, shape.slots);
+  if (shape.speculative && range_.head_split > 0)
+    throw InputError("--speculative mtp needs the whole head on the last stage: run without --head-split");
 }
 
 void PipelineStage::run_and_forward(uint64_t ticket, const StepInput& in, std::vector<float>& x) {
@@ -35,7 +38,10 @@ void PipelineStage::run_and_forward(uint64_t ticket, const StepInput& in, std::v
   const bool last = ch_.rank() == ch_.size() - 1;
   std::vector<std::byte> msg;
   int dest;
-  if (last) {
+  if (last && range_.head_split > 0) {
+    msg = encode_head_part(head_part(ticket, in, x.data()), cfg_.hidden_size);
+    dest = 0;
+  } else if (last) {
     StepOutput out = head_step(model_, x.data(), in, spec_.get());
     out.ticket = ticket;
     msg = encode_result(out);
@@ -46,8 +52,24 @@ void PipelineStage::run_and_forward(uint64_t ticket, const StepInput& in, std::v
   }
   busy_ += since(t0);
   auto t1 = clock_type::now();
-  ch_.send(dest, last ? kTagResult : kTagStep, msg);
+  ch_.send(dest, !last ? kTagStep : range_.head_split > 0 ? kTagHeadPart : kTagResult, msg);
   wait_ += since(t1);
+}
+
+HeadPart PipelineStage::head_part(uint64_t ticket, const StepInput& in, const float* x) const {
+  const int64_t d = cfg_.hidden_size, m = int64_t(in.logit_rows.size());
+  HeadPart p;
+  p.ticket = ticket;
+  p.m = m;
+  p.cols = model_.head_rows();
+  std::vector<float> rows(size_t(m * d));
+  for (int64_t i = 0; i < m; ++i)
+    std::memcpy(&rows[size_t(i * d)], x + in.logit_rows[size_t(i)] * d, size_t(d) * sizeof(float));
+  p.h.resize(size_t(m * d));
+  p.logits.resize(size_t(m * p.cols));
+  model_.final_norm(rows.data(), m, p.h.data());
+  model_.head(p.h.data(), m, p.logits.data());
+  return p;
 }
 
 void PipelineStage::serve() {
@@ -72,9 +94,13 @@ void PipelineStage::serve() {
 RankMetrics PipelineStage::metrics() const {
   RankMetrics m;
   m.rank = ch_.rank();
+  const std::string head =
+      range_.head_split > 0 && range_.holds_head_rows()
+          ? " + head rows " + std::to_string(range_.head_begin()) + "-" + std::to_string(range_.head_end(cfg_.vocab_size) - 1)
+      : range_.has_head ? " + head"
+                        : "";
   m.role = "stage " + std::to_string(ch_.rank()) + ": layers " + std::to_string(range_.begin) + "-" +
-           std::to_string(range_.end - 1) + (range_.has_embed ? " + embed" : "") + (range_.has_head ? " + head" : "") +
-           (spec_ ? " + MTP" : "");
+           std::to_string(range_.end - 1) + (range_.has_embed ? " + embed" : "") + head + (spec_ ? " + MTP" : "");
   fill_run_metrics(m, ch_.stats(), busy_, wait_, cache_.bytes() + (spec_ ? spec_->kv_cache_bytes() : 0));
   return m;
 }
@@ -98,8 +124,17 @@ void PipelineRunner::drain_results(bool block) {
       if (!m) return;
     }
     wait_ += since(t0);
-    if (m->tag != kTagResult) throw Error("protocol error: rank 0 expected a result, got tag " + std::to_string(m->tag));
-    results_.push_back(decode_result(m->data, cfg_.vocab_size));
+    if (range_.head_split > 0) {
+      if (m->tag != kTagHeadPart)
+        throw Error("protocol error: rank 0 expected a head part, got tag " + std::to_string(m->tag));
+      auto t1 = clock_type::now();
+      results_.push_back(finish_head(decode_head_part(m->data, cfg_.hidden_size, cfg_.vocab_size - range_.head_split)));
+      busy_ += since(t1);
+    } else {
+      if (m->tag != kTagResult)
+        throw Error("protocol error: rank 0 expected a result, got tag " + std::to_string(m->tag));
+      results_.push_back(decode_result(m->data, cfg_.vocab_size));
+    }
     --in_flight_;
     if (block) return;
   }
@@ -122,6 +157,7 @@ void PipelineRunner::submit(uint64_t ticket, const StepInput& in) {
   model_.forward(in.batch, x.data(), cache_);
   const std::vector<std::byte> msg = encode_step(ticket, in, x.data(), cfg_.hidden_size);
   busy_ += since(t0);
+  if (range_.head_split > 0) pending_.push_back({ticket, in});
   ++in_flight_;
   // Never block on rank 1's ring while results wait for us: the last stage
   // could be blocked on our ring, and rank 1 on its successor (a cycle).
@@ -132,6 +168,30 @@ void PipelineRunner::submit(uint64_t ticket, const StepInput& in) {
     backoff.pause();
   }
   wait_ += since(t1);
+}
+
+// Rank 0's half of a split head: its lm_head rows of the normed rows the last
+// stage sent, the logits assembled in vocabulary order, and the choice. The
+// same kernels on the same rows as an unsplit head: the same bits.
+StepOutput PipelineRunner::finish_head(HeadPart part) {
+  if (pending_.empty() || pending_.front().first != part.ticket)
+    throw Error("protocol error: head part for step " + std::to_string(part.ticket) + " out of order");
+  const StepInput in = std::move(pending_.front().second);
+  pending_.pop_front();
+  const int64_t m = part.m, split = range_.head_split, vocab = cfg_.vocab_size;
+  if (m != int64_t(in.logit_rows.size())) throw Error("protocol error: head part rows do not match the step");
+  std::vector<float> first(size_t(m * split));
+  model_.head(part.h.data(), m, first.data());
+  StepOutput out;
+  out.ticket = part.ticket;
+  out.logits.resize(size_t(m * vocab));
+  for (int64_t i = 0; i < m; ++i) {
+    std::memcpy(&out.logits[size_t(i * vocab)], &first[size_t(i * split)], size_t(split) * sizeof(float));
+    std::memcpy(&out.logits[size_t(i * vocab + split)], &part.logits[size_t(i * (vocab - split))],
+                size_t(vocab - split) * sizeof(float));
+  }
+  choose_tokens(cfg_, in, out);
+  return out;
 }
 
 StepOutput PipelineRunner::next() {

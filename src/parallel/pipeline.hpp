@@ -19,6 +19,7 @@
 #include "parallel/rank_metrics.hpp"
 #include "parallel/run_shape.hpp"
 #include "parallel/speculator.hpp"
+#include "parallel/wire.hpp"
 #include "parallel/step_runner.hpp"
 #include "plan/layout.hpp"
 #include "runtime/rma_channel.hpp"
@@ -38,6 +39,8 @@ class PipelineStage {
   // Runs this stage's layers on a step and passes it on (or, on the last
   // stage, returns its result to rank 0).
   void run_and_forward(uint64_t ticket, const StepInput& in, std::vector<float>& x);
+  // The last stage's share of a split head (LayerRange::head_split).
+  HeadPart head_part(uint64_t ticket, const StepInput& in, const float* x) const;
 
   RmaChannel& ch_;
   const ModelConfig& cfg_;
@@ -67,7 +70,9 @@ class PipelineRunner : public StepRunner, public PipelineStage {
 
  private:
   void drain_results(bool block);
+  StepOutput finish_head(HeadPart part);
   int micro_batches_;
+  std::deque<std::pair<uint64_t, StepInput>> pending_;  // split head: steps in flight, for the choice
   int64_t in_flight_ = 0;           // submitted steps whose results have not arrived
   std::deque<StepOutput> results_;  // finished, not yet taken
   bool stopped_ = false;

@@ -188,4 +188,38 @@ StepOutput decode_result(std::span<const std::byte> bytes, int64_t vocab) {
   return out;
 }
 
+std::vector<std::byte> encode_head_part(const HeadPart& p, int64_t hidden) {
+  if (p.h.size() != size_t(p.m * hidden) || p.logits.size() != size_t(p.m * p.cols))
+    throw Error("encode_head_part: rows do not match");
+  const int64_t header[3] = {int64_t(p.ticket), p.m, p.cols};
+  Writer w(sizeof header + (p.h.size() + p.logits.size()) * 4);
+  w.put(header, 3);
+  w.put(p.h.data(), p.h.size());
+  w.put(p.logits.data(), p.logits.size());
+  return w.take();
+}
+
+HeadPart decode_head_part(std::span<const std::byte> bytes, int64_t hidden, int64_t cols) {
+  Reader r(bytes, "head part");
+  int64_t header[3];
+  r.get(header, 3);
+  HeadPart p;
+  p.ticket = uint64_t(header[0]);
+  p.m = header[1];
+  p.cols = header[2];
+  check_count(p.m, int64_t(bytes.size()), "head part rows");
+  // Sized before anything is allocated: a bad count is an error, not a huge vector.
+  if (p.cols == cols && int64_t(bytes.size()) != int64_t(sizeof header) + p.m * (hidden + cols) * 4)
+    throw Error("malformed head part message: " + std::to_string(bytes.size()) + " bytes for " + std::to_string(p.m) +
+                " rows");
+  if (p.cols != cols) throw Error("malformed head part message: " + std::to_string(p.cols) + " columns, expected " +
+                                  std::to_string(cols));
+  p.h.resize(size_t(p.m * hidden));
+  p.logits.resize(size_t(p.m * cols));
+  r.get(p.h.data(), p.h.size());
+  r.get(p.logits.data(), p.logits.size());
+  r.done();
+  return p;
+}
+
 }  // namespace trillion

@@ -67,8 +67,13 @@ ModelSizes model_sizes(const ModelConfig& cfg, const Manifest& manifest) {
 }
 
 Layout make_layout(const ModelConfig& cfg, const ModelSizes& sizes, ParallelMode mode, int ranks,
-                   const std::string& stages) {
+                   const std::string& stages, int64_t head_split) {
   if (ranks < 1) throw InputError("the rank count must be at least 1");
+  if (head_split < 0 || head_split >= cfg.vocab_size)
+    throw InputError("--head-split " + std::to_string(head_split) + ": lm_head rows on the first stage must be in [0, " +
+                     std::to_string(cfg.vocab_size) + ")");
+  if (head_split > 0 && (mode != ParallelMode::pipeline || ranks < 2))
+    throw InputError("--head-split needs --parallel pipeline over 2 or more ranks");
   Layout layout;
   layout.mode = mode;
   layout.ranks.resize(size_t(ranks));
@@ -84,8 +89,10 @@ Layout make_layout(const ModelConfig& cfg, const ModelSizes& sizes, ParallelMode
       // auto (plan/predict.hpp, time_balanced_stages) balances predicted time.
       st = balance_pipeline(bytes, sizes.embed, sizes.head, ranks);
     }
-    for (int r = 0; r < ranks; ++r)
+    for (int r = 0; r < ranks; ++r) {
+      if (r == 0 || r == ranks - 1) st[size_t(r)].head_split = head_split;
       layout.ranks[size_t(r)] = RankShare{st[size_t(r)], ExpertRange{0, cfg.n_routed_experts}};
+    }
   } else {
     if (!stages.empty()) throw InputError("--stages applies to --parallel pipeline only");
     if (ranks > cfg.n_routed_experts)
@@ -103,13 +110,18 @@ bool holds_tensor(const ModelConfig& cfg, const RankShare& share, const std::str
   if (p.layer >= cfg.num_hidden_layers) return false;  // MTP: never run
   if (p.layer >= 0) return share.layers.contains(p.layer) && (p.expert < 0 || share.experts.contains(p.expert));
   if (name == "model.embed_tokens.weight") return share.layers.has_embed;
+  if (name.rfind("lm_head.", 0) == 0) return share.layers.holds_head_rows();
   return share.layers.has_head;
 }
 
 int64_t share_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
   int64_t b = 0;
-  for (const TensorInfo& t : manifest.tensors())
-    if (holds_tensor(cfg, share, t.name)) b += int64_t(t.nbytes);
+  for (const TensorInfo& t : manifest.tensors()) {
+    if (!holds_tensor(cfg, share, t.name)) continue;
+    // A split head maps the whole file but touches only its rows' pages.
+    const int64_t rows = share.layers.head_end(cfg.vocab_size) - share.layers.head_begin();
+    b += t.name.rfind("lm_head.", 0) == 0 ? int64_t(t.nbytes) * rows / cfg.vocab_size : int64_t(t.nbytes);
+  }
   return b;
 }
 

@@ -39,9 +39,11 @@ struct Layout {
   int size() const { return int(ranks.size()); }
 };
 
-// `stages` ("0-14,15-30,...") overrides the byte-balanced pipeline split.
+// `stages` ("0-14,15-30,...") overrides the byte-balanced pipeline split;
+// `head_split` > 0 splits lm_head's rows between the first and last stage
+// (LayerRange::head_split; pipeline over 2 or more ranks only).
 Layout make_layout(const ModelConfig& cfg, const ModelSizes& sizes, ParallelMode mode, int ranks,
-                   const std::string& stages = "");
+                   const std::string& stages = "", int64_t head_split = 0);
 
 // Whether rank's share includes a tensor (by HF name). MTP tensors: never.
 bool holds_tensor(const ModelConfig& cfg, const RankShare& share, const std::string& name);

@@ -89,6 +89,20 @@ std::vector<LayerRange> parse_stages(const std::string& spec, int64_t num_layers
   return out;
 }
 
+int64_t parse_head_split(const std::string& spec) {
+  if (spec.empty() || spec == "auto") return -1;
+  size_t used = 0;
+  int64_t v = -1;
+  try {
+    v = std::stoll(spec, &used);
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  if (used != spec.size() || v < 0)
+    throw InputError("--head-split \"" + spec + "\": expected a row count >= 0 or auto");
+  return v;
+}
+
 ExpertRange experts_of_rank(int64_t n_experts, int ranks, int rank) {
   return ExpertRange{n_experts * rank / ranks, n_experts * (rank + 1) / ranks};
 }

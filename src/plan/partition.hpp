@@ -20,6 +20,11 @@ std::vector<LayerRange> balance_pipeline(const std::vector<int64_t>& layer_bytes
 // every layer once, in order). Throws InputError naming the problem.
 std::vector<LayerRange> parse_stages(const std::string& spec, int64_t num_layers, int ranks);
 
+// Parses "--head-split N" (lm_head rows on the first stage, LayerRange::head_split):
+// a count >= 0, or "auto" / "" (-1: --stages auto's choice, else none).
+// Throws InputError naming the problem.
+int64_t parse_head_split(const std::string& spec);
+
 // Expert parallel: routed experts [begin, end) held by `rank`, contiguous and
 // balanced (sizes differ by at most one).
 ExpertRange experts_of_rank(int64_t n_experts, int ranks, int rank);

@@ -159,6 +159,16 @@ Prediction finish(const char* mode, const char* phase, int64_t batch, double tok
   return p;
 }
 
+// lm_head rows [begin, end) as a matrix of their own (a split head's share).
+MatrixCost head_rows(const ModelCost& mc, int64_t begin, int64_t end) {
+  MatrixCost m = mc.lm_head;
+  if (mc.lm_head.rows > 0 && end - begin != mc.lm_head.rows) {
+    m.bytes = int64_t(double(m.bytes) * double(end - begin) / double(mc.lm_head.rows));
+    m.rows = end - begin;
+  }
+  return m;
+}
+
 // One stage's work for one group.
 Time stage_time(const ModelCost& mc, const RankShare& share, const StepShape& s, const RankCtx& c) {
   Time t;
@@ -167,7 +177,8 @@ Time stage_time(const ModelCost& mc, const RankShare& share, const StepShape& s,
     t += layer_dense(mc, L, s.rows, s.seqs, s.pos, c);
     if (L.moe) t += experts(mc, L, double(share.experts.size()), s.rows, c);
   }
-  if (share.layers.has_head) t += call(mc.lm_head, s.logits, c);
+  if (share.layers.holds_head_rows())
+    t += call(head_rows(mc, share.layers.head_begin(), share.layers.head_end(mc.vocab)), s.logits, c);
   return t;
 }
 
@@ -184,7 +195,12 @@ Prediction pipeline(const ModelCost& mc, const Layout& layout, const Cluster& cl
   Time sum, slowest;
   for (int r = 0; r < N; ++r) {
     Time t = work[size_t(r)];
-    const double bytes = r + 1 < N ? s.rows * double(mc.hidden) * 4 + 64 : s.logits * 16 + 64;
+    // Activations to the next stage; from the last, the chosen tokens, or
+    // with a split head the normed rows and the last stage's logit columns.
+    const int64_t split = layout.ranks[size_t(r)].layers.head_split;
+    const double bytes = r + 1 < N   ? s.rows * double(mc.hidden) * 4 + 64
+                         : split > 0 ? s.logits * double(mc.hidden + mc.vocab - split) * 4 + 64
+                                     : s.logits * 16 + 64;
     const int next = (r + 1) % N;
     if (N > 1) t += hop(cl.link_between(r, next), bytes);
     // With one group in flight the next stage has waited out the rest of
@@ -346,8 +362,8 @@ std::vector<Prediction> predict(const ModelCost& mc, const Layout& layout, const
   return out;
 }
 
-std::string time_balanced_stages(const ModelCost& mc, const HostProfile& host, int threads, int ranks, double rows,
-                                 int64_t context) {
+StagePlan time_balanced_stages(const ModelCost& mc, const HostProfile& host, int threads, int ranks, double rows,
+                               int64_t context, bool split_head) {
   RankCtx c;
   c.host = &host;
   c.threads = std::max(1, std::min(threads > 0 ? threads : host.cores, host.cores));
@@ -361,22 +377,42 @@ std::string time_balanced_stages(const ModelCost& mc, const HostProfile& host, i
     if (L.moe) t += experts(mc, L, double(mc.n_experts), rows, c);
     layer.push_back(ps(t));
   }
-  const std::vector<LayerRange> stages = balance_pipeline(layer, 0, ps(call(mc.lm_head, rows, c)), ranks);
-  std::string out;
-  for (const LayerRange& r : stages) {
-    if (!out.empty()) out += ',';
-    out += std::to_string(r.begin);
-    out += '-';
-    out += std::to_string(r.end - 1);
+  // Every head split in steps of kHeadSplitStep rows (none first; with one
+  // rank none at all), each with its best layer split; the smallest slowest
+  // stage wins, ties to the smaller split.
+  StagePlan best;
+  int64_t best_cost = -1;
+  const int64_t V = mc.vocab;
+  for (int64_t split = 0; split < (ranks > 1 && split_head ? V : 1); split += kHeadSplitStep) {
+    const int64_t first = split > 0 ? ps(call(head_rows(mc, 0, split), rows, c)) : 0;
+    const int64_t last = ps(call(head_rows(mc, split, V), rows, c));
+    const std::vector<LayerRange> stages = balance_pipeline(layer, first, last, ranks);
+    int64_t cost = 0;
+    for (size_t r = 0; r < stages.size(); ++r) {
+      int64_t t = r == 0 ? first : 0;
+      if (r + 1 == stages.size()) t += last;
+      for (int64_t l = stages[r].begin; l < stages[r].end; ++l) t += layer[size_t(l)];
+      cost = std::max(cost, t);
+    }
+    if (best_cost >= 0 && cost >= best_cost) continue;
+    best_cost = cost;
+    best.head_split = split;
+    best.stages.clear();
+    for (const LayerRange& r : stages) {
+      if (!best.stages.empty()) best.stages += ',';
+      best.stages += std::to_string(r.begin) + '-' + std::to_string(r.end - 1);
+    }
   }
-  return out;
+  return best;
 }
 
-std::string auto_stages(const ModelCost& mc, const HostProfile& host, int threads, int ranks, int32_t max_batch,
-                        int micro_batches, int64_t max_len) {
+StagePlan auto_stages(const ModelCost& mc, const HostProfile& host, int threads, int ranks, int32_t max_batch,
+                      int micro_batches, int64_t max_len) {
   const int groups = std::max(1, std::min(micro_batches > 0 ? micro_batches : ranks, int(max_batch)));
+  // One group in flight visits the stages in turn: balance gains nothing,
+  // and a split head would only add its hand-back to every step.
   return time_balanced_stages(mc, host, threads > 0 ? threads : host.cores, ranks,
-                              std::ceil(double(max_batch) / groups), std::min<int64_t>(256, max_len - 1));
+                              std::ceil(double(max_batch) / groups), std::min<int64_t>(256, max_len - 1), groups > 1);
 }
 
 }  // namespace trillion

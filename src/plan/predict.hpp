@@ -93,16 +93,27 @@ std::vector<Prediction> predict(const ModelCost& cost, const Layout& layout, con
 // reads top_k of a layer's experts, not all the bytes a byte balance
 // weighs, while the head and the dense layers are read whole every step.
 // Hosts are taken alike (a stage's share of its host scales all its layers
-// alike). Returned as a --stages string, "0-2,3-5".
-std::string time_balanced_stages(const ModelCost& cost, const HostProfile& host, int threads, int ranks,
-                                 double rows, int64_t context);
+// alike). With 2 or more ranks it also weighs splitting lm_head's rows
+// between the first and last stage (LayerRange::head_split) in steps of
+// kHeadSplitStep rows: a layer is too coarse a unit to balance a few stages
+// (the bench model's 6 layers over 2 stages bound the speed-up at ~1.5x),
+// while the head divides by rows. The link is not weighed: a split sends the
+// last stage's logit columns to rank 0 (plan's prediction counts them).
+struct StagePlan {
+  std::string stages;      // a --stages string, "0-2,3-5"
+  int64_t head_split = 0;  // a --head-split: lm_head rows on the first stage
+};
+inline constexpr int64_t kHeadSplitStep = 128;  // FP8's block rows; any multiple works
+StagePlan time_balanced_stages(const ModelCost& cost, const HostProfile& host, int threads, int ranks, double rows,
+                               int64_t context, bool split_head = true);
 
 // The split `--stages auto` makes for a run's flags, the one rule generate
 // and plan share (so the same flags give the same split): a decode step at
 // --max-batch in min(micro-batches (0: one per stage), max-batch) groups,
 // 256 cached positions (or max-len - 1), --threads or the profile's cores
-// (a rank's own core count could differ between hosts).
-std::string auto_stages(const ModelCost& cost, const HostProfile& host, int threads, int ranks, int32_t max_batch,
-                        int micro_batches, int64_t max_len);
+// (a rank's own core count could differ between hosts). With one group in
+// flight the head is not split.
+StagePlan auto_stages(const ModelCost& cost, const HostProfile& host, int threads, int ranks, int32_t max_batch,
+                      int micro_batches, int64_t max_len);
 
 }  // namespace trillion

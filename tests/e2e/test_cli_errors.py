@@ -70,6 +70,15 @@ f.expect_error([T, "score", "--model", model, "--input", good, "--output", out, 
                ["--activations", "int9", "auto, f32 or int8"], "unknown compute path")
 f.expect_error([T, "plan", "--model", model, "--ranks", "2", "--activations", "fp4"],
                ["--activations", "fp4"], "unknown compute path (plan)")
+# --head-split: a row count, on a pipeline of 2+ ranks, inside the vocabulary.
+f.expect_error([T, "score", "--model", model, "--input", good, "--output", out, "--head-split", "12x"],
+               ["--head-split", "12x"], "head split not a number")
+f.expect_error([T, "score", "--model", model, "--input", good, "--output", out, "--head-split", "100"],
+               ["--head-split", "2 or more ranks"], "head split on one rank")
+f.expect_error([T, "plan", "--model", model, "--ranks", "2", "--head-split", "512"],
+               ["--head-split 512", "[0, 512)"], "head split past the vocabulary (plan)")
+f.expect_error([T, "plan", "--model", model, "--ranks", "2", "--head-split", "auto"],
+               ["--head-split auto", "--stages auto"], "head split auto without --stages auto")
 
 # --- damaged shards: a flipped byte inside a tensor, a truncated file.
 manifest = json.load(open(os.path.join(model, "manifest.json")))

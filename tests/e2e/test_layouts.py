@@ -84,6 +84,10 @@ for ranks, mode in runs:
     # A different slot count too: which sequences share a step must not matter.
     # Three pipeline stages split by predicted time (--stages auto) rather than bytes.
     auto = ["--stages", "auto"] if (ranks, mode) == (3, "pipeline") else []
+    # Two stages with lm_head's rows split between them (--head-split), at a
+    # row count no kernel tile or FP8 block divides (--stages auto may choose
+    # a split too).
+    auto += ["--head-split", vocab // 3 + 5] if (ranks, mode) == (2, "pipeline") else []
     # Three expert ranks with each rank's rows in two groups (--micro-batches 2).
     auto += ["--micro-batches", 2] if (ranks, mode) == (3, "expert") else []
     out = trillion_run(tag, ranks, mode, ["--max-batch", 6 if ranks % 2 else 3, *auto])

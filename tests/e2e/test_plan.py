@@ -58,6 +58,12 @@ rate_of = lambda j: next(p["tokens_per_s"] for p in j["predictions"]
                          if (p["mode"], p["phase"], p["batch"]) == ("pipeline", "decode", 32))
 f.check(rate_of(by_time) >= 0.999 * rate_of(by_bytes),
         f"--stages auto predicts no slower than bytes: {rate_of(by_time):.2f} vs {rate_of(by_bytes):.2f} tokens/s")
+# Its head split: the JSON's head_split is where the first stage's lm_head
+# rows end and the last stage's begin, and the stages between hold none.
+hs = by_time.get("head_split", -1)
+rows = [tuple(r["head_rows"]) for r in by_time["per_rank"]]
+f.check(0 <= hs < 129280 and hs % 128 == 0 and rows[0] == (0, hs) and rows[-1] == (hs, 129280) and
+        all(r[0] == r[1] for r in rows[1:-1]), f"--stages auto's head split {hs}: rows {rows}")
 f.expect_error([T, "plan", "--config", ds, "--ranks", "2", "--parallel", "expert", "--stages", "auto"],
                ["--stages", "pipeline"], "--stages auto in expert mode")
 small = run([T, "plan", "--config", ds, "--ranks", "4", "--host-memory", "100G", *m2], check=False)

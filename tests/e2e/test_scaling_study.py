@@ -29,7 +29,7 @@ TOKENS, BATCH = 8, 2
 cmd = [sys.executable, os.path.join(ROOT, "jobs", "scaling-study"), "--model", model, "--trillion", args.trillion,
        "--out", study, "--ranks", "2", "--modes", "pipeline,expert", "--batches", str(BATCH),
        "--links", os.path.join(ROOT, "profiles", "emulated-1gbit.json"), "--tokens", str(TOKENS),
-       "--prompt-tokens", "4", "--name", NAME, "--point-timeout", "90"]
+       "--prompt-tokens", "4", "--stages", "bytes", "--name", NAME, "--point-timeout", "90"]
 print("+", " ".join(cmd), flush=True)
 p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
 f.check(p.returncode == 0, f"the study ran: {p.stderr[-3000:]}")

@@ -141,7 +141,8 @@ ModelSizes uniform_sizes(const ModelConfig& cfg) {
 // micro_batches: pipeline steps in flight, or in expert mode groups of each
 // rank's rows that take turns at the MoE layers (3 leaves a rank of the
 // script's 1-2 sequences an empty group, which must still take its turns).
-void runners_match_one_rank(ParallelMode mode, int micro_batches = 0) {
+// head_split: lm_head rows on the first pipeline stage (with 2+ ranks).
+void runners_match_one_rank(ParallelMode mode, int micro_batches = 0, bool split_head = false) {
   MpiEnv& env = mpi_env();
   for (const char* format : {"bf16", "fp8", "int4"})
    for (Activations act : {Activations::f32, Activations::int8}) {
@@ -149,7 +150,9 @@ void runners_match_one_rank(ParallelMode mode, int micro_batches = 0) {
     ThreadPool pool(1);
     RunShape shape{kSlots, kMaxLen, micro_batches, /*kv_tokens=*/0, /*step_tokens=*/16, act};
     shape.min_group_rows = 1;  // the script's few rows split too
-    const Layout layout = make_layout(m.cfg, uniform_sizes(m.cfg), mode, env.size());
+    // A split at a row count no kernel tile or FP8 block divides.
+    const int64_t head_split = split_head && env.size() > 1 ? m.cfg.vocab_size / 3 + 5 : 0;
+    const Layout layout = make_layout(m.cfg, uniform_sizes(m.cfg), mode, env.size(), "", head_split);
     const std::vector<StepInput> steps = script(m.cfg.vocab_size);
 
     std::unique_ptr<RankRole> role = make_rank_role(env, m.cfg, m.source, pool, layout, shape);
@@ -173,13 +176,18 @@ void runners_match_one_rank(ParallelMode mode, int micro_batches = 0) {
     LocalRunner local(m.cfg, m.source, pool, kSlots, kMaxLen, 0, act);
     check_same(got, run_script(local, steps), std::string(to_string(mode)) + " " + format + " " + to_string(act) +
                                                    " on " + std::to_string(env.size()) + " ranks, micro-batches " +
-                                                   std::to_string(micro_batches));
+                                                   std::to_string(micro_batches) + ", head split " +
+                                                   std::to_string(head_split));
    }
 }
 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(pipeline_runner_matches_one_rank) { runners_match_one_rank(ParallelMode::pipeline); }
+
+BOOST_AUTO_TEST_CASE(pipeline_with_a_split_head_matches_one_rank) {
+  runners_match_one_rank(ParallelMode::pipeline, 0, true);
+}
 
 BOOST_AUTO_TEST_CASE(expert_runner_matches_one_rank) { runners_match_one_rank(ParallelMode::expert, 1); }
 

@@ -4,6 +4,7 @@
 #define BOOST_TEST_MODULE wire
 #include <boost/test/unit_test.hpp>
 
+#include <cstring>
 #include <vector>
 
 #include "common/error.hpp"
@@ -63,6 +64,31 @@ BOOST_AUTO_TEST_CASE(result_round_trip_with_drafts) {
   BOOST_TEST(back.top_logprobs.at(0).at(0).token == 9);
   out.drafts.clear();
   BOOST_TEST(decode_result(encode_result(out), 32).drafts.empty());
+}
+
+BOOST_AUTO_TEST_CASE(head_part_round_trip_and_refusals) {
+  HeadPart p;
+  p.ticket = 11;
+  p.m = 2;
+  p.cols = 3;
+  p.h = {1, 2, 3, 4};             // [2, hidden 2]
+  p.logits = {5, 6, 7, 8, 9, 10};  // [2, 3]
+  const std::vector<std::byte> msg = encode_head_part(p, 2);
+  const HeadPart back = decode_head_part(msg, 2, 3);
+  BOOST_TEST(back.ticket == 11u);
+  BOOST_TEST(back.h == p.h);
+  BOOST_TEST(back.logits == p.logits);
+  BOOST_CHECK_THROW(decode_head_part(msg, 2, 4), Error);  // columns the receiver does not expect
+  std::vector<std::byte> cut = msg;
+  cut.pop_back();
+  BOOST_CHECK_THROW(decode_head_part(cut, 2, 3), Error);
+  // A row count that would allocate far past the message is refused before allocating.
+  std::vector<std::byte> big = msg;
+  const int64_t rows = int64_t(big.size());
+  std::memcpy(big.data() + 8, &rows, 8);
+  BOOST_CHECK_THROW(decode_head_part(big, 4096, 3), Error);
+  p.logits.pop_back();
+  BOOST_CHECK_THROW(encode_head_part(p, 2), Error);
 }
 
 BOOST_AUTO_TEST_CASE(mismatched_and_truncated_fields_are_refused) {

@@ -3,6 +3,7 @@
 
 #include <random>
 
+#include "common/error.hpp"
 #include "config/model_config.hpp"
 #include "plan/config_manifest.hpp"
 #include "plan/layout.hpp"
@@ -90,6 +91,20 @@ BOOST_AUTO_TEST_CASE(config_manifest_matches_the_checkpoint_sizes) {
   for (const auto& r : lay.ranks) held += share_bytes(cfg, man, r);
   BOOST_TEST(held == total);
   BOOST_TEST(man.find_shard("layer-003-experts-224-255.h5") != nullptr);
+  // A split head (--head-split): the first stage holds lm_head rows [0, 40000)
+  // (not the final norm), the last the other 89280; together the same bytes.
+  const int64_t head_rows_bytes = int64_t(7168) * 2;  // one BF16 lm_head row
+  const Layout split = make_layout(cfg, s, ParallelMode::pipeline, 4, "", 40000);
+  BOOST_TEST(share_bytes(cfg, man, split.ranks[0]) == share_bytes(cfg, man, lay.ranks[0]) + 40000 * head_rows_bytes);
+  BOOST_TEST(share_bytes(cfg, man, split.ranks[3]) == share_bytes(cfg, man, lay.ranks[3]) - 40000 * head_rows_bytes);
+  BOOST_TEST(holds_tensor(cfg, split.ranks[0], "lm_head.weight"));
+  BOOST_TEST(!holds_tensor(cfg, split.ranks[0], "model.norm.weight"));
+  BOOST_TEST(!holds_tensor(cfg, split.ranks[1], "lm_head.weight"));
+  BOOST_TEST(split.ranks[1].layers.head_split == 0);
+  BOOST_TEST(split.ranks[3].layers.head_begin() == 40000);
+  BOOST_CHECK_THROW(make_layout(cfg, s, ParallelMode::expert, 4, "", 40000), InputError);
+  BOOST_CHECK_THROW(make_layout(cfg, s, ParallelMode::pipeline, 1, "", 40000), InputError);
+  BOOST_CHECK_THROW(make_layout(cfg, s, ParallelMode::pipeline, 4, "", 129280), InputError);
   // Expert mode: every rank holds the dense part and a quarter of the routed experts.
   const Layout ex = make_layout(cfg, s, ParallelMode::expert, 4);
   const int64_t dense_all = total - 58 * 256 * expert;

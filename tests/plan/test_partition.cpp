@@ -66,6 +66,14 @@ BOOST_AUTO_TEST_CASE(stages_spec_parses_and_rejects) {
   BOOST_TEST(msg("0-x", 6, 1).find("not a range") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(head_split_spec_parses_and_rejects) {
+  BOOST_TEST(parse_head_split("") == -1);
+  BOOST_TEST(parse_head_split("auto") == -1);
+  BOOST_TEST(parse_head_split("0") == 0);
+  BOOST_TEST(parse_head_split("12800") == 12800);
+  for (const char* bad : {"-5", "12x", "x", "1e3"}) BOOST_CHECK_THROW(parse_head_split(bad), InputError);
+}
+
 BOOST_AUTO_TEST_CASE(experts_partition_is_contiguous_and_balanced) {
   for (int64_t E : {16, 48, 64, 256, 384}) {
     for (int N = 1; N <= 5; ++N) {

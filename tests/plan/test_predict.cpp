@@ -112,6 +112,21 @@ BOOST_AUTO_TEST_CASE(pipeline_two_hosts_by_hand) {
   BOOST_TEST(p[1].metrics_tokens_per_s == 2 / (2 * s1), tt::tolerance(1e-9));
 }
 
+// A split head (--head-split 4): stage 0 multiplies lm_head rows 0-3 (8 kFLOP,
+// 8 us at 1 GFLOP/s), stage 1 rows 4-9 (12 us) and sends back the normed row
+// and its 6 logit columns: (1000 + 6) x 4 + 64 bytes.
+BOOST_AUTO_TEST_CASE(pipeline_with_a_split_head_by_hand) {
+  Layout split = pipeline2();
+  for (RankShare& r : split.ranks) r.layers.head_split = 4;
+  PredictOptions o;
+  o.batches = {1};
+  o.context = 0;
+  const auto p = predict(toy(), split, cluster(2, true), o);
+  const double t0 = 2e-3 + 8e-6 + 1e-3 + 4064e-9, t1 = 2e-3 + 8e-6 + 4e-4 + 12e-6 + 1e-3 + 4088e-9;
+  BOOST_TEST(p[0].step_seconds == t0 + t1, tt::tolerance(1e-9));
+  BOOST_TEST(p[0].link_seconds == 2e-3 + 8152e-9, tt::tolerance(1e-9));
+}
+
 BOOST_AUTO_TEST_CASE(expert_two_hosts_pays_latency_per_moe_layer) {
   const Layout ex = expert2();
   PredictOptions o;
@@ -317,12 +332,32 @@ BOOST_AUTO_TEST_CASE(time_balanced_stages_by_hand) {
   c.lm_head = {"head", "k/f32", 5000, 250, 5000000};
   HostProfile h = host();
   h.kernels["k/f32"] = {{1, 1e15}};
-  // One row: a layer reads its attention and one expert (2 ms), the head 5 ms.
-  // Splits: 0|1-3+head 2 vs 11, 0-1|2-3+head 4 vs 9, 0-2|3+head 6 vs 7: the last.
-  // (By bytes, 65 MB a layer, it would be 0-1|2-3: 130 vs 135 MB against 195 vs 70.)
-  BOOST_TEST(time_balanced_stages(c, h, 1, 2, 1, 0) == "0-2,3-3");
-  // 64 rows touch 64 (1 - (63/64)^64) = 40.7 experts: a layer 41.7 ms, the head
-  // still 5 ms: 0-1|2-3+head (83.4 vs 88.4) beats 0-2|3+head (125 vs 46.7).
-  BOOST_TEST(time_balanced_stages(c, h, 1, 2, 64, 0) == "0-1,2-3");
-  BOOST_TEST(time_balanced_stages(c, h, 1, 4, 1, 0) == "0-0,1-1,2-2,3-3");
+  // One row: a layer reads its attention and one expert (2 ms), the head 5 ms,
+  // 1 ms per 1000 of its rows. Whole layers: 0|1-3+head 2 vs 11, 0-1|2-3+head
+  // 4 vs 9, 0-2|3+head 6 vs 7: the last. (By bytes, 65 MB a layer, it would be
+  // 0-1|2-3: 130 vs 135 MB against 195 vs 70.) With the head's rows split in
+  // steps of 128: 0-2 + rows [0, s) against 3 + rows [s, 5000) balance at
+  // s = 500; 512 gives 6.512 vs 6.488 ms, 384 gives 6.384 vs 6.616. The best
+  // 0-1|2-3 split, 2560 rows, gives 6.56 vs 6.44: 0-2,3-3 at 512 wins.
+  StagePlan p = time_balanced_stages(c, h, 1, 2, 1, 0);
+  BOOST_TEST(p.stages == "0-2,3-3");
+  BOOST_TEST(p.head_split == 512);
+  // One rank: no split; none when not asked for (one group in flight).
+  BOOST_TEST(time_balanced_stages(c, h, 1, 1, 1, 0).head_split == 0);
+  p = time_balanced_stages(c, h, 1, 2, 1, 0, false);
+  BOOST_TEST(p.stages == "0-2,3-3");
+  BOOST_TEST(p.head_split == 0);
+  BOOST_TEST(auto_stages(c, h, 1, 2, 1, 0, 64).head_split == 0);   // --max-batch 1: one group
+  BOOST_TEST(auto_stages(c, h, 1, 2, 2, 0, 64).head_split == 512);  // two groups of a row
+  // 64 rows touch 64 (1 - (63/64)^64) = 40.639 experts: a layer 41.639 ms,
+  // the head still 5 ms. 0-1|2-3 (83.28 vs 88.28 with the head) balances at
+  // s = 2500: 2560 gives 85.838 vs 85.718, 2432 gives 85.710 vs 85.846.
+  p = time_balanced_stages(c, h, 1, 2, 64, 0);
+  BOOST_TEST(p.stages == "0-1,2-3");
+  BOOST_TEST(p.head_split == 2560);
+  // Four ranks, one layer each (2 ms): the first and last stage share the
+  // head, max(2 + s/1000, 7 - s/1000): 2560 gives 4.56 vs 4.44, 2432 4.432 vs 4.568.
+  p = time_balanced_stages(c, h, 1, 4, 1, 0);
+  BOOST_TEST(p.stages == "0-0,1-1,2-2,3-3");
+  BOOST_TEST(p.head_split == 2560);
 }
