@@ -162,12 +162,14 @@ void PipelineRunner::submit(uint64_t ticket, const StepInput& in) {
   // Never block on rank 1's ring while results wait for us: the last stage
   // could be blocked on our ring, and rank 1 on its successor (a cycle).
   auto t1 = clock_type::now();
+  const double busy_before = busy_, wait_before = wait_;
   Backoff backoff = ch_.backoff();
   while (!ch_.try_send(1, kTagStep, msg)) {
     drain_results(false);
     backoff.pause();
   }
-  wait_ += since(t1);
+  // drain_results counts its own wait and a split head's work: the rest is this wait.
+  wait_ += since(t1) - (busy_ - busy_before) - (wait_ - wait_before);
 }
 
 // Rank 0's half of a split head: its lm_head rows of the normed rows the last
