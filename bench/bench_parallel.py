@@ -28,6 +28,8 @@ ap.add_argument("--batches", default="1,8,32")
 ap.add_argument("--efficiency-batch", type=int, default=8)
 ap.add_argument("--mpirun", default="mpirun")
 ap.add_argument("--mpi-args", default="", help="extra mpirun arguments (e.g. the TCP transport)")
+ap.add_argument("--profile", default=None, help="host profile JSON (trillion calibrate) for --stages auto "
+                "(default: the built-in one)")
 ap.add_argument("--json", default=None, help="also write the table here")
 args = ap.parse_args()
 
@@ -68,18 +70,20 @@ def prompts(batch):
     return path
 
 
-def run(ranks, mode, batch, threads=1):
-    out = os.path.join(work, f"out-{ranks}-{mode}-{batch}.jsonl")
+def run(ranks, mode, batch, threads=1, stages=None):
+    out = os.path.join(work, f"out-{ranks}-{mode}-{batch}{'-' + stages if stages else ''}.jsonl")
     metrics = out + ".metrics.json"
     # Default binding (one core per rank) fits ranks x 1 thread on this box.
     cmd = [args.mpirun, "-n", ranks, *args.mpi_args.split(), trillion, "generate",
            "--model", model, "--prompts", prompts(batch), "--output", out, "--metrics", metrics,
            "--parallel", mode, "--threads", threads, "--max-batch", batch, "--max-len", 256, "--no-verify",
-           "--restart"]
+           "--restart", *(["--stages", stages] if stages else []),
+           *(["--profile", args.profile] if stages == "auto" and args.profile else [])]
     sh(cmd)
     m = json.load(open(metrics))
     gen = m["tokens"]["generated"]
-    row = {"ranks": ranks, "mode": mode, "batch": batch, "threads_per_rank": threads,
+    row = {"ranks": ranks, "mode": mode, "batch": batch, "threads_per_rank": threads, "stages": stages or "bytes",
+           "roles": [r["role"] for r in m["per_rank"]],
            "generated_tokens_per_s": m["tokens_per_second"]["generated"],
            "busy": [round(r["busy_seconds"], 3) for r in m["per_rank"]],
            "wait": [round(r["wait_seconds"], 3) for r in m["per_rank"]],
@@ -93,19 +97,26 @@ def show(row, base):
     ratio = row["generated_tokens_per_s"] / base["generated_tokens_per_s"] if base else 1.0
     row["ratio_to_1_rank"] = ratio
     rows.append(row)
-    print(f"{row['ranks']:>5} {row['mode']:>9} {row['batch']:>5} {row['generated_tokens_per_s']:>10.1f} "
+    mode = row["mode"] + (" auto" if row["stages"] == "auto" else "")
+    print(f"{row['ranks']:>5} {mode:>14} {row['batch']:>5} {row['generated_tokens_per_s']:>10.1f} "
           f"{ratio:>7.2f}x  busy {row['busy']} wait {row['wait']}  "
           f"{row['bytes_per_token'] / 1024:.0f} KiB/token  weights/rank {row['weight_gib_per_rank']} GiB", flush=True)
 
 
-print(f"\n{'ranks':>5} {'mode':>9} {'batch':>5} {'tokens/s':>10} {'vs 1 rank':>8}")
+print(f"\n{'ranks':>5} {'mode':>14} {'batch':>5} {'tokens/s':>10} {'vs 1 rank':>8}")
 b = args.efficiency_batch
 base = run(1, "pipeline", b)
 show(base, None)
 pipe2 = run(2, "pipeline", b)
 show(pipe2, base)
+# --stages auto: layers by predicted time (--profile, or the built-in one) and
+# lm_head's rows split between the two stages.
+auto2 = run(2, "pipeline", b, stages="auto")
+show(auto2, base)
+print(f"  auto: {' | '.join(auto2['roles'])}")
 print(f"pipeline efficiency (2 ranks x 1 thread / 1 rank x 1 thread, batch {b}): "
-      f"{pipe2['generated_tokens_per_s'] / base['generated_tokens_per_s']:.2f} (aim >= 1.7)\n")
+      f"{pipe2['generated_tokens_per_s'] / base['generated_tokens_per_s']:.2f} split by bytes, "
+      f"{auto2['generated_tokens_per_s'] / base['generated_tokens_per_s']:.2f} by --stages auto (aim >= 1.7)\n")
 for batch in [int(x) for x in args.batches.split(",")]:
     one = run(1, "pipeline", batch)
     show(one, None)
