@@ -10,14 +10,20 @@
 
 namespace trillion {
 
+std::vector<float> logit_rows_of(const float* x, const StepInput& in, int64_t hidden) {
+  const int64_t m = int64_t(in.logit_rows.size());
+  std::vector<float> rows(size_t(m * hidden));
+  for (int64_t i = 0; i < m; ++i)
+    std::memcpy(&rows[size_t(i * hidden)], x + in.logit_rows[size_t(i)] * hidden, size_t(hidden) * sizeof(float));
+  return rows;
+}
+
 StepOutput head_step(const Transformer& model, const float* x, const StepInput& in, Speculator* spec) {
   const int64_t d = model.config().hidden_size, vocab = model.config().vocab_size;
   const int64_t m = int64_t(in.logit_rows.size());
   if (model.head_rows() != vocab) throw Error("head_step: this rank holds only part of a split head");
   // Only the requested rows go through the (vocabulary-sized) head.
-  std::vector<float> rows(size_t(m * d));
-  for (int64_t i = 0; i < m; ++i)
-    std::memcpy(&rows[size_t(i * d)], x + in.logit_rows[size_t(i)] * d, size_t(d) * sizeof(float));
+  const std::vector<float> rows = logit_rows_of(x, in, d);
   StepOutput out;
   out.logits.resize(size_t(m * vocab));
   model.logits(rows.data(), m, out.logits.data());

@@ -4,6 +4,8 @@
 // SamplingParams choose. Every runner calls this one function, so every
 // layout produces the same bits.
 #pragma once
+#include <vector>
+
 #include "model/transformer.hpp"
 #include "parallel/speculator.hpp"
 #include "parallel/step_runner.hpp"
@@ -14,6 +16,10 @@ namespace trillion {
 // Speculator (--speculative mtp) the tokens are chosen by it: drafts
 // verified, and the MTP layer's next drafts in StepOutput::drafts.
 StepOutput head_step(const Transformer& model, const float* x, const StepInput& in, Speculator* spec = nullptr);
+
+// The rows of x [n, hidden] that in.logit_rows names, in that order: what
+// goes through the (vocabulary-sized) head.
+std::vector<float> logit_rows_of(const float* x, const StepInput& in, int64_t hidden);
 
 // The choice half of head_step, from out.logits [in.logit_rows.size(), vocab]:
 // fills out.tokens, logprobs and top_logprobs, and drops the logits unless

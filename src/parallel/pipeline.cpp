@@ -62,9 +62,7 @@ HeadPart PipelineStage::head_part(uint64_t ticket, const StepInput& in, const fl
   p.ticket = ticket;
   p.m = m;
   p.cols = model_.head_rows();
-  std::vector<float> rows(size_t(m * d));
-  for (int64_t i = 0; i < m; ++i)
-    std::memcpy(&rows[size_t(i * d)], x + in.logit_rows[size_t(i)] * d, size_t(d) * sizeof(float));
+  const std::vector<float> rows = logit_rows_of(x, in, d);
   p.h.resize(size_t(m * d));
   p.logits.resize(size_t(m * p.cols));
   model_.final_norm(rows.data(), m, p.h.data());
