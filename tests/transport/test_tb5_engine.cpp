@@ -236,6 +236,23 @@ BOOST_AUTO_TEST_CASE(a_peer_that_said_bye_is_not_dead) {
   BOOST_TEST(p.dead[0].empty());
 }
 
+// The byes go out in rounds: with the first four lost on the wire, the
+// fifth still tells rank 0 that rank 1 left rather than died.
+BOOST_AUTO_TEST_CASE(a_bye_survives_losing_the_first_rounds) {
+  EngineConfig cfg;
+  cfg.peer_timeout = 1.0;
+  Pair p(cfg);
+  int from1 = 0;
+  p.net.filter = [&](uint32_t from, uint32_t, std::span<const uint8_t>) { return from == 1 && from1++ < 4 ? 0 : 1; };
+  p.eng[1]->close();
+  BOOST_TEST(from1 == 5);  // five rounds, one bye each
+  for (int i = 0; i < 4 * 1024; ++i) {
+    p.eng[0]->progress();
+    p.now += tick;
+  }
+  BOOST_TEST(p.dead[0].empty());
+}
+
 BOOST_AUTO_TEST_CASE(garbage_and_strangers_are_ignored) {
   Pair p;
   p.net.inbox[1].push_back(std::vector<uint8_t>(100, 0x55));

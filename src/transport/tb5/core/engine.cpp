@@ -349,9 +349,24 @@ bool Engine::flush(double timeout) {
 }
 
 void Engine::close() {
-  for (int round = 0; round < 3; ++round)
+  // A bye is not retransmitted, and a link may hold frames a while (a
+  // stalled or reordering wire; the simulator's and FaultyLink's in-process
+  // queues, which die with the process). Three byes sent at once just before
+  // exit could all sit behind one stall: a peer still waiting for our last
+  // ack then declared us dead (CI, under load). So the byes go out in rounds
+  // spread over ~0.1 s, the link polled between them (frames that arrive are
+  // dropped: we are leaving) so whatever it holds goes out. Counted in
+  // rounds and sleeps, not clock_(): a test's clock may stand still.
+  constexpr int kRounds = 5, kPollsPerRound = 20;
+  const auto drop = [](std::span<const uint8_t>) {};
+  for (int round = 0; round < kRounds; ++round) {
     for (uint32_t r = 0; r < peers_.size(); ++r)
       if (peers_[r]->active && !peers_[r]->closed) send_control(r, *peers_[r], uint8_t(FrameType::bye));
+    for (int i = 0; i < kPollsPerRound; ++i) {
+      link_.poll(drop, poll_batch);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
 }
 
 }  // namespace trillion::tb5
