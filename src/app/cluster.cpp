@@ -104,21 +104,16 @@ void Cluster::set_up() {
                          std::to_string(cfg.num_hidden_layers) + ".*)");
       shape.speculative = true;
     }
-    std::string stages = opts_.stages;
-    int64_t head_split = parse_head_split(opts_.head_split);
     // MTP drafts from the whole head on the last stage: auto does not split it there.
-    const bool split_ok = mode == ParallelMode::pipeline && env_->size() > 1 && !shape.speculative;
-    if (stages == "auto" && mode == ParallelMode::pipeline) {
-      const StagePlan plan = auto_stages_of(opts_, cfg, store_->manifest(), act, shape, env_->size());
-      stages = plan.stages;
-      if (head_split < 0) head_split = split_ok ? plan.head_split : 0;
-    } else if (opts_.head_split == "auto") {
-      throw InputError("--head-split auto goes with --parallel pipeline --stages auto");
-    }
-    if (head_split > 0 && shape.speculative)
+    const StagePlan stages = resolve_stage_plan(opts_.stages, opts_.head_split, mode == ParallelMode::pipeline,
+                                                !shape.speculative, [&] {
+                                                  return auto_stages_of(opts_, cfg, store_->manifest(), act, shape,
+                                                                        env_->size());
+                                                });
+    if (stages.head_split > 0 && shape.speculative)
       throw InputError("--speculative mtp needs the whole head on the last stage: run without --head-split");
-    layout_ = make_layout(cfg, model_sizes(cfg, store_->manifest()), mode, env_->size(), stages,
-                          std::max<int64_t>(0, head_split));
+    layout_ = make_layout(cfg, model_sizes(cfg, store_->manifest()), mode, env_->size(), stages.stages,
+                          stages.head_split);
     if (mode == ParallelMode::expert && opts_.micro_batches > 64)
       throw InputError("--micro-batches " + std::to_string(opts_.micro_batches) +
                        ": expert mode splits a rank's rows into at most 64 groups");

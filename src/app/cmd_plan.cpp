@@ -135,15 +135,11 @@ int run_plan(const Args& args) {
   cl.one_machine = emulated;
   // --stages auto: balanced by the predicted time of a decode step at
   // --max-batch (a batch job's steady state), as generate splits it.
-  int64_t head_split = parse_head_split(head_split_flag);
-  if (stages == "auto" && mode == ParallelMode::pipeline) {
-    const StagePlan plan = auto_stages(cost, host, threads, ranks, kv_slots, micro_batches, kv_len);
-    stages = plan.stages;
-    if (head_split < 0) head_split = plan.head_split;
-  } else if (head_split_flag == "auto") {
-    throw InputError("--head-split auto goes with --parallel pipeline --stages auto");
-  }
-  head_split = std::max<int64_t>(0, head_split);
+  const StagePlan plan = resolve_stage_plan(stages, head_split_flag, mode == ParallelMode::pipeline, true, [&] {
+    return auto_stages(cost, host, threads, ranks, kv_slots, micro_batches, kv_len);
+  });
+  stages = plan.stages;
+  const int64_t head_split = plan.head_split;
   const Layout layout = make_layout(cfg, sizes, mode, ranks, stages, head_split);
   const bool copies = requantizes_fp8(act, man.weight_format);
 

@@ -208,12 +208,12 @@ HeadPart decode_head_part(std::span<const std::byte> bytes, int64_t hidden, int6
   p.m = header[1];
   p.cols = header[2];
   check_count(p.m, int64_t(bytes.size()), "head part rows");
-  // Sized before anything is allocated: a bad count is an error, not a huge vector.
-  if (p.cols == cols && int64_t(bytes.size()) != int64_t(sizeof header) + p.m * (hidden + cols) * 4)
-    throw Error("malformed head part message: " + std::to_string(bytes.size()) + " bytes for " + std::to_string(p.m) +
-                " rows");
   if (p.cols != cols) throw Error("malformed head part message: " + std::to_string(p.cols) + " columns, expected " +
                                   std::to_string(cols));
+  // Sized before anything is allocated: a bad count is an error, not a huge vector.
+  if (int64_t(bytes.size()) != int64_t(sizeof header) + p.m * (hidden + cols) * 4)
+    throw Error("malformed head part message: " + std::to_string(bytes.size()) + " bytes for " + std::to_string(p.m) +
+                " rows");
   p.h.resize(size_t(p.m * hidden));
   p.logits.resize(size_t(p.m * cols));
   r.get(p.h.data(), p.h.size());

@@ -116,10 +116,10 @@ bool holds_tensor(const ModelConfig& cfg, const RankShare& share, const std::str
 
 int64_t share_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {
   int64_t b = 0;
+  // A split head maps the whole file but touches only its rows' pages.
+  const int64_t rows = share.layers.head_end(cfg.vocab_size) - share.layers.head_begin();
   for (const TensorInfo& t : manifest.tensors()) {
     if (!holds_tensor(cfg, share, t.name)) continue;
-    // A split head maps the whole file but touches only its rows' pages.
-    const int64_t rows = share.layers.head_end(cfg.vocab_size) - share.layers.head_begin();
     b += t.name.rfind("lm_head.", 0) == 0 ? int64_t(t.nbytes) * rows / cfg.vocab_size : int64_t(t.nbytes);
   }
   return b;

@@ -415,4 +415,18 @@ StagePlan auto_stages(const ModelCost& mc, const HostProfile& host, int threads,
                               std::ceil(double(max_batch) / groups), std::min<int64_t>(256, max_len - 1), groups > 1);
 }
 
+StagePlan resolve_stage_plan(const std::string& stages, const std::string& head_split, bool pipeline, bool may_split,
+                             const std::function<StagePlan()>& auto_plan) {
+  StagePlan out{stages, parse_head_split(head_split)};
+  if (stages == "auto" && pipeline) {
+    const StagePlan plan = auto_plan();
+    out.stages = plan.stages;
+    if (out.head_split < 0) out.head_split = may_split ? plan.head_split : 0;
+  } else if (head_split == "auto") {
+    throw InputError("--head-split auto goes with --parallel pipeline --stages auto");
+  }
+  out.head_split = std::max<int64_t>(0, out.head_split);
+  return out;
+}
+
 }  // namespace trillion

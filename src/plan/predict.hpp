@@ -25,6 +25,7 @@
 //    asleep and costs the host's wake_seconds more: at batch 1, every
 //    pipeline hop, and each MoE dispatch to ranks without rows.
 #pragma once
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -115,5 +116,13 @@ StagePlan time_balanced_stages(const ModelCost& cost, const HostProfile& host, i
 // flight the head is not split.
 StagePlan auto_stages(const ModelCost& cost, const HostProfile& host, int threads, int ranks, int32_t max_batch,
                       int micro_batches, int64_t max_len);
+
+// The layout flags as generate and plan both read them: --stages (ranges,
+// "auto" or "") and --head-split (rows, "auto" or ""). With --stages auto
+// in pipeline mode, `auto_plan` gives the stages and, unless --head-split is
+// a number, the split (none where `may_split` is false: --speculative mtp).
+// --head-split auto without --stages auto is an InputError.
+StagePlan resolve_stage_plan(const std::string& stages, const std::string& head_split, bool pipeline, bool may_split,
+                             const std::function<StagePlan()>& auto_plan);
 
 }  // namespace trillion
