@@ -421,12 +421,39 @@ void print_row(const std::string& what, const nlohmann::json& j) {
   std::fflush(stdout);
 }
 
+// A whole number >= lo for `flag`, or an error that names the flag and the value.
+int whole_at_least(const std::string& flag, const std::string& v, int lo) {
+  size_t used = 0;
+  int x = 0;
+  try {
+    x = std::stoi(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size() || x < lo)
+    throw std::runtime_error(flag + " '" + v + "': expected a whole number >= " + std::to_string(lo));
+  return x;
+}
+
+double positive_number(const std::string& flag, const std::string& v) {
+  size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size() || !(x > 0))
+    throw std::runtime_error(flag + " '" + v + "': expected a number > 0");
+  return x;
+}
+
 std::vector<int> parse_list(const std::string& s) {
   std::vector<int> v;
-  for (size_t i = 0; i < s.size();) {
+  for (size_t i = 0; i <= s.size();) {
     size_t j = s.find(',', i);
     if (j == std::string::npos) j = s.size();
-    v.push_back(std::stoi(s.substr(i, j - i)));
+    v.push_back(whole_at_least("--batches", s.substr(i, j - i), 1));
     i = j + 1;
   }
   return v;
@@ -446,15 +473,15 @@ int run(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--model") model_dir = next();
-    else if (a == "--threads") threads = std::stoi(next());
-    else if (a == "--prefill-seqs") prefill_seqs = std::stoi(next());
-    else if (a == "--prefill-len") prefill_len = std::stoi(next());
-    else if (a == "--context") context = std::stoi(next());
+    else if (a == "--threads") threads = whole_at_least(a, next(), 0);
+    else if (a == "--prefill-seqs") prefill_seqs = whole_at_least(a, next(), 0);
+    else if (a == "--prefill-len") prefill_len = whole_at_least(a, next(), 1);
+    else if (a == "--context") context = whole_at_least(a, next(), 1);
     else if (a == "--batches") batches_arg = next();
-    else if (a == "--steps") steps = std::stoi(next());
-    else if (a == "--reps") reps = std::stoi(next());
-    else if (a == "--bandwidth") lim.gbps = std::stod(next());
-    else if (a == "--peak") lim.gflops = std::stod(next());
+    else if (a == "--steps") steps = whole_at_least(a, next(), 1);
+    else if (a == "--reps") reps = whole_at_least(a, next(), 1);
+    else if (a == "--bandwidth") lim.gbps = positive_number(a, next());
+    else if (a == "--peak") lim.gflops = positive_number(a, next());
     else if (a == "--json") json_path = next();
     else if (a == "--activations") activations = next();
     else if (a == "--floor") with_floor = true;
@@ -470,6 +497,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "bench_model: --model DIR is required\n");
     return 2;
   }
+  const std::vector<int> batches = parse_list(batches_arg);  // before anything large is loaded
   // Checksums off: hashing would stream every tensor once more at first use.
   auto store = ModelStore::open(model_dir, StoreOptions{false});
   const ModelConfig& cfg = store->config();
@@ -482,7 +510,6 @@ int run(int argc, char** argv) {
                               ? static_cast<TensorSource&>(int8)
                               : *store;
   Bench bench(cfg, weights, pool, act);
-  const std::vector<int> batches = parse_list(batches_arg);
   std::unique_ptr<FloorTimer> floor_timer;
   if (with_floor) floor_timer = std::make_unique<FloorTimer>(b1_floor_matrices(cfg, weights), pool, act);
   const int64_t V = cfg.vocab_size;
