@@ -1,4 +1,4 @@
-"""One CSV row per measured point: its parameters, every field of its
+"""One CSV row per measured run of a point (its repeat in "rep"): its parameters, every field of its
 metrics file flattened under "metrics." (nested keys joined by ".", per-rank
 entries as metrics.per_rank.<i>.<field>), derived figures, and the plan's
 prediction for the point (empty columns when there is none).
@@ -16,10 +16,10 @@ import csv
 import json
 import os
 
-from .points import point_id
+from .points import base_id, point_id
 from .sweep import read_json
 
-PARAMS = ["point", "ranks", "mode", "batch", "micro_batches", "stages", "link", "load_before", "load_after",
+PARAMS = ["point", "rep", "ranks", "mode", "batch", "micro_batches", "stages", "link", "load_before", "load_after",
           "profile"]
 PREDICTED = ["measured_tokens_per_s", "predicted_tokens_per_s", "error", "predicted_decode_tokens_per_s",
              "predicted_decode_step_seconds", "predicted_decode_bound", "predicted_prefill_tokens_per_s"]
@@ -86,7 +86,7 @@ def predicted_workload(pred, batch, prompt_tokens, tokens):
 
 
 def row(p, metrics, plan, prompt_tokens, tokens, load=None):
-    r = {"point": point_id(p), "ranks": p.ranks, "mode": p.mode, "batch": p.batch,
+    r = {"point": base_id(p), "rep": p.rep, "ranks": p.ranks, "mode": p.mode, "batch": p.batch,
          "micro_batches": p.micro_batches, "stages": p.stages, "link": p.link}
     # The machine's 1-minute load average around the run (sweep.py): other jobs on the cores slow a point.
     r["load_before"] = (load or {}).get("loadavg_1min_before", "")
@@ -116,6 +116,27 @@ def row(p, metrics, plan, prompt_tokens, tokens, load=None):
         if positive(r["measured_tokens_per_s"]):
             r["error"] = w / r["measured_tokens_per_s"] - 1
     return r
+
+
+def medians(rows):
+    """One row per point over its repeats (rows of one point share "point"),
+    in first-seen order: the run whose throughput is the median (the lower
+    of the two middle ones for an even count, so always a real run, whose
+    every figure and prediction belong together), plus repeats and the
+    throughput's min and max over the runs."""
+    groups = {}
+    for r in rows:
+        groups.setdefault(r["point"], []).append(r)
+    out = []
+    for runs in groups.values():
+        rated = sorted((r for r in runs if positive(r.get("measured_tokens_per_s"))),
+                       key=lambda r: r["measured_tokens_per_s"])
+        pick = dict(rated[(len(rated) - 1) // 2] if rated else runs[0])
+        pick["repeats"] = len(runs)
+        pick["measured_min"] = rated[0]["measured_tokens_per_s"] if rated else ""
+        pick["measured_max"] = rated[-1]["measured_tokens_per_s"] if rated else ""
+        out.append(pick)
+    return out
 
 
 def load(study, points):

@@ -12,7 +12,7 @@ predicted time) vary only in pipeline mode (expert mode has every layer on
 every rank)."""
 from collections import namedtuple
 
-Point = namedtuple("Point", "ranks mode batch micro_batches link stages", defaults=("bytes",))
+Point = namedtuple("Point", "ranks mode batch micro_batches link stages rep", defaults=("bytes", 1))
 STAGES = ("bytes", "auto")
 
 MODES = ("pipeline", "expert")
@@ -23,6 +23,13 @@ class StudyError(Exception):
 
 
 def point_id(p):
+    """The run's id: its folder in the study (a repeat r > 1 adds -rep<r>)."""
+    r = f"-rep{p.rep}" if p.rep > 1 else ""  # a study's first round keeps the ids of older studies
+    return base_id(p) + r
+
+
+def base_id(p):
+    """The point's id whatever the repeat: what the report's rows are."""
     k = "auto" if p.micro_batches == 0 else str(p.micro_batches)
     s = "-sauto" if p.stages == "auto" else ""  # byte-balanced points keep the ids of older studies
     return f"r{p.ranks}-{p.mode}-b{p.batch}-k{k}{s}-{p.link}"
@@ -38,8 +45,11 @@ def positive_ints(text, what):
     return sorted(set(values))
 
 
-def grid(ranks, modes, batches, micro_batches, links, stages=("bytes",)):
-    """All points, in the order they run: by link, then ranks, mode, batch."""
+def grid(ranks, modes, batches, micro_batches, links, stages=("bytes",), repeats=1):
+    """All points, in the order they run: round after round (repeats), each
+    round by link, then ranks, mode, batch."""
+    if repeats < 1:
+        raise StudyError(f"--repeats {repeats}: must be >= 1")
     for m in modes:
         if m not in MODES:
             raise StudyError(f"mode {m!r}: use pipeline or expert")
@@ -67,4 +77,4 @@ def grid(ranks, modes, batches, micro_batches, links, stages=("bytes",)):
         if p not in seen:
             seen.add(p)
             unique.append(p)
-    return unique
+    return [p._replace(rep=r) for r in range(1, repeats + 1) for p in unique]

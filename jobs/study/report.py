@@ -14,6 +14,16 @@ def fmt(v, spec):
     return "—" if x is None else format(x, spec)
 
 
+def throughput_cell(r):
+    """The row's tok/s; for a point run more than once, its median run's
+    and the range over the runs."""
+    cell = fmt(r.get("measured_tokens_per_s"), ".1f")
+    n = int(num(r.get("repeats")) or 1)
+    if n > 1 and num(r.get("measured_min")) is not None:
+        cell += f" ({fmt(r['measured_min'], '.1f')}–{fmt(r['measured_max'], '.1f')}, {n} runs)"
+    return cell
+
+
 def efficiency(rows):
     """[(link, batch, k, stages, 2-rank pipeline tok/s, 1-rank tok/s, ratio)]."""
     base = {int(r["batch"]): num(r.get("measured_tokens_per_s")) for r in rows if int(r["ranks"]) == 1}
@@ -96,6 +106,13 @@ def write(path, rows, cfg, plots, command, missing=(), seed=None):
              "prediction is the plan's prefill and decode rates applied to the same workload, and the error is "
              "predicted / measured − 1. Micro-batches: as asked (the metrics file says how many ran).")
     L.append("")
+    runs = max((int(num(r.get("repeats")) or 1) for r in rows), default=1)
+    if runs > 1:
+        L.append(f"Each point ran up to {runs} times, in rounds (the whole grid once per round, so a point's runs "
+                 "are minutes apart, in whatever phases the machine's speed drifts through): each row is the "
+                 "point's median run, with the range of its runs' throughput; the error, load and prediction are "
+                 "that run's.")
+        L.append("")
     L.append("| point | ranks | mode | batch | micro-batches | link | tok/s | metrics prefill tok/s | predicted "
              "tok/s | error | decode bound | load before / after |")
     L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -103,7 +120,7 @@ def write(path, rows, cfg, plots, command, missing=(), seed=None):
         e = num(r.get("error"))
         err = "no prediction" if e is None else f"{e * 100:+.1f}%" + (" **over 25%**" if abs(e) > ERROR_BAR else "")
         L.append(f"| {r['point']} | {r['ranks']} | {r['mode']} | {r['batch']} | {r['micro_batches'] or 'auto'} | "
-                 f"{r['link']} | {fmt(r.get('measured_tokens_per_s'), '.1f')} | "
+                 f"{r['link']} | {throughput_cell(r)} | "
                  f"{fmt(r.get('metrics.tokens_per_second.prefill'), '.1f')} | "
                  f"{fmt(r.get('predicted_tokens_per_s'), '.1f')} | {err} | "
                  f"{r.get('predicted_decode_bound') or '—'} | "

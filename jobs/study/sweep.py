@@ -197,8 +197,21 @@ def predict(cfg, p, log):
     return doc
 
 
+def link_runs(points):
+    """[(link, points)]: the study's order cut where the link changes. One
+    cluster per run of points, not per link: a study of several rounds
+    (--repeats) keeps its rounds in order."""
+    runs = []
+    for p in points:
+        if runs and runs[-1][0] == p.link:
+            runs[-1][1].append(p)
+        else:
+            runs.append((p.link, [p]))
+    return runs
+
+
 def run(cfg, points, log=lambda s: print(s, file=sys.stderr, flush=True), stop=lambda: False):
-    """Measures the points not yet measured, one link's cluster at a time;
+    """Measures the points not yet measured, in order, one link's cluster at a time;
     the cluster is torn down whatever happens. A point that fails is logged
     and left unmeasured (the next run tries it again); the others go on.
     -> (measured now, skipped, failed messages)."""
@@ -207,10 +220,7 @@ def run(cfg, points, log=lambda s: print(s, file=sys.stderr, flush=True), stop=l
     if skipped:
         log(f"{skipped} point(s) already measured: skipped")
     done, failed = 0, []
-    by_link = {}
-    for p in todo:
-        by_link.setdefault(p.link, []).append(p)
-    for link, pts in by_link.items():
+    for link, pts in link_runs(todo):
         hosts = max(p.ranks for p in pts)
         profile = cfg["links"].get(link, {"name": "none", "latency_s": 0, "bandwidth_bytes_per_s": 0,
                                              "rate_bytes_per_s": 0})

@@ -84,6 +84,19 @@ p2 = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 after = {pid: os.stat(os.path.join(study, "points", pid, "metrics.json")).st_mtime_ns for pid in ids}
 f.check(p2.returncode == 0 and "2 point(s) already measured: skipped" in p2.stderr and before == after,
         f"a rerun skips the measured points: {p2.stderr[-1500:]}")
+# More rounds: a rerun with --repeats 2 measures round 2 only; the CSV has
+# every run, and the report each point's median run with the runs' range.
+p5 = subprocess.run(cmd + ["--repeats", "2"], capture_output=True, text=True, timeout=300)
+again = {pid: os.stat(os.path.join(study, "points", pid, "metrics.json")).st_mtime_ns for pid in ids}
+with open(os.path.join(study, "study.csv"), newline="") as fp:
+    runs = sorted((r["point"], r["rep"]) for r in csv.DictReader(fp))
+f.check(p5.returncode == 0 and "2 point(s) already measured: skipped" in p5.stderr and again == before and
+        runs == sorted([(pid, "1") for pid in ids] + [(pid, "2") for pid in ids]) and
+        all(os.path.exists(os.path.join(study, "points", f"{pid}-rep2", "metrics.json")) for pid in ids),
+        f"--repeats 2 adds round 2 only: {runs} {p5.stderr[-1500:]}")
+text2 = open(report_path).read() if os.path.exists(report_path) else ""
+f.check(all(text2.count(f"| {pid} |") == 1 for pid in ids) and text2.count(", 2 runs) |") == 2,
+        "the report has one row per point, its median of 2 runs")
 # A rerun with another workload is refused, naming what differs.
 p3 = subprocess.run(cmd[:-4] + ["--tokens", "9", "--name", NAME], capture_output=True, text=True, timeout=60)
 f.check(p3.returncode == 1 and "tokens 8 (now 9)" in p3.stderr, f"a mismatched rerun is refused: {p3.stderr[-800:]}")

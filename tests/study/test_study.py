@@ -15,7 +15,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "jobs"))
 from study import collect, plots, report, seed, sweep  # noqa: E402
-from study.points import Point, StudyError, grid, point_id, positive_ints  # noqa: E402
+from study.points import Point, StudyError, base_id, grid, point_id, positive_ints  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "study")
 PROMPT, TOKENS = 16, 16  # the recorded study's workload
@@ -64,6 +64,26 @@ class Grid(unittest.TestCase):
         self.assertEqual(point_id(Point(2, "pipeline", 8, 0, "a", "auto")), "r2-pipeline-b8-kauto-sauto-a")
         with self.assertRaisesRegex(StudyError, "stages 'time'"):
             grid([2], ["pipeline"], [1], [0], ["a"], ["time"])
+
+    def test_repeats_run_in_rounds(self):
+        one = grid([1, 2], ["pipeline"], [1, 8], [0], ["a", "b"])
+        pts = grid([1, 2], ["pipeline"], [1, 8], [0], ["a", "b"], repeats=3)
+        # The whole grid per round, rounds in order: a point's runs are a round apart.
+        self.assertEqual(pts, [p._replace(rep=r) for r in (1, 2, 3) for p in one])
+        self.assertEqual(len({point_id(p) for p in pts}), len(pts))
+        # Round 1 keeps the ids of a study without repeats (it resumes into rounds); later ones add -rep<r>.
+        self.assertEqual([point_id(p) for p in pts[:len(one)]], [point_id(p) for p in one])
+        self.assertEqual(point_id(Point(2, "pipeline", 8, 0, "a", "auto", 3)), "r2-pipeline-b8-kauto-sauto-a-rep3")
+        self.assertEqual(base_id(Point(2, "pipeline", 8, 0, "a", "auto", 3)), "r2-pipeline-b8-kauto-sauto-a")
+        with self.assertRaisesRegex(StudyError, "--repeats 0"):
+            grid([1], ["pipeline"], [1], [0], ["a"], repeats=0)
+
+    def test_one_cluster_per_run_of_a_link_in_study_order(self):
+        pts = grid([1, 2], ["pipeline"], [1], [0], ["a", "b"], repeats=2)
+        runs = sweep.link_runs(pts)
+        self.assertEqual([(link, len(ps)) for link, ps in runs],
+                         [("none", 1), ("a", 1), ("b", 1), ("none", 1), ("a", 1), ("b", 1)])
+        self.assertEqual([p for _, ps in runs for p in ps], pts)
 
     def test_bad_input_is_named(self):
         with self.assertRaisesRegex(StudyError, "mode 'tensor'"):
@@ -191,6 +211,33 @@ class Rows(unittest.TestCase):
         m = metrics_of(POINTS[1])
         measured = 64 / m["seconds"]["generation"]
         self.assertAlmostEqual(pipe["error"], (64 / 0.664) / measured - 1)
+
+    def test_a_point_run_in_rounds_reports_its_median_run(self):
+        # Three runs of the pipeline point (throughputs 30, 10, 20 by hand) and two of the expert point.
+        pipe, expert = self.rows[1], self.rows[2]
+        runs = [dict(pipe, rep=1, measured_tokens_per_s=30.0, error=0.5),
+                dict(expert, rep=1, measured_tokens_per_s=7.0),
+                dict(pipe, rep=2, measured_tokens_per_s=10.0, error=-0.1),
+                dict(expert, rep=2, measured_tokens_per_s=5.0),
+                dict(pipe, rep=3, measured_tokens_per_s=20.0, error=0.25)]
+        got = collect.medians(runs)
+        self.assertEqual([r["point"] for r in got], [point_id(POINTS[1]), point_id(POINTS[2])])
+        # The median run itself, its own error; the range over all runs.
+        self.assertEqual((got[0]["rep"], got[0]["measured_tokens_per_s"], got[0]["error"]), (3, 20.0, 0.25))
+        self.assertEqual((got[0]["repeats"], got[0]["measured_min"], got[0]["measured_max"]), (3, 10.0, 30.0))
+        # An even count: the lower middle run (a real run, not an average of two).
+        self.assertEqual((got[1]["rep"], got[1]["measured_tokens_per_s"], got[1]["repeats"]), (2, 5.0, 2))
+        self.assertEqual(report.throughput_cell(got[0]), "20.0 (10.0–30.0, 3 runs)")
+        self.assertEqual(report.throughput_cell(self.rows[0]), f"{self.rows[0]['measured_tokens_per_s']:.1f}")
+        cfg = {"model": "/x/m", "prompt_tokens": PROMPT, "tokens": TOKENS, "threads": 1, "cores": 2,
+               "links": {LINK: {"rate_bytes_per_s": 125e6, "latency_s": 1e-4}}}
+        out = os.path.join(self.tmp, "report.md")
+        report.write(out, got, cfg, {k: os.path.join(self.tmp, f) for k, f in plots.FILES.items()}, "cmd")
+        with open(out) as fp:
+            text = fp.read()
+        self.assertIn("Each point ran up to 3 times, in rounds", text)
+        self.assertIn(f"| {point_id(POINTS[1])} | 2 | pipeline | 4 | auto | {LINK} | 20.0 (10.0–30.0, 3 runs) |", text)
+        self.assertIn("+25.0%", text)  # the median run's own error
 
     def test_no_prediction_without_prefill_rate(self):
         pred = {"decode": {"tokens_per_s": 100.0}}
