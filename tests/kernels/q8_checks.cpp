@@ -262,7 +262,10 @@ std::vector<std::string> q8_failures(int* checks) {
       {MatFormat::INT4_G32, 1, 32}, {MatFormat::INT4_G32, 9, 2048}, {MatFormat::INT4_G32, 6, 160},
       // INT4 one-token zmm tile edges: 3 whole pairs (one left after the
       // double pairs), 3 pairs and a lone group, 5 double pairs and the 4-row tiles' remainder.
-      {MatFormat::INT4_G32, 5, 192},  {MatFormat::INT4_G32, 11, 224}, {MatFormat::INT4_G32, 13, 640}};
+      {MatFormat::INT4_G32, 5, 192},  {MatFormat::INT4_G32, 11, 224}, {MatFormat::INT4_G32, 13, 640},
+      // INT8 one-token zmm tile edges: one whole pair, pairs and an odd last
+      // group, pairs and a partial group, the 4-row tiles' remainder.
+      {MatFormat::INT8_G32, 4, 64},   {MatFormat::INT8_G32, 9, 160},  {MatFormat::INT8_G32, 13, 650}};
   for (KernelIsa isa : available_isas()) {
     check_hand_cases(check, isa);
     check_int8_extremes(check, isa);

@@ -5,15 +5,19 @@
 // the exact integer lane sums, the conversion, the scale multiply and the
 // fma - serves two outputs. Each half performs exactly the operations of
 // matmul_q8.hpp's definition on its own token, so the bits are the AVX2
-// tiles'; a lone last token runs the AVX-VNNI tile (matmul_q8_tiles.hpp).
-// One INT8 token (decode at batch 1) stays on that tile too; one INT4 token
-// has its own zmm tile (int4_one_token512).
+// tiles'. One token (decode at batch 1, and a lone last token) has a zmm
+// tile of its own per format: int8_one_token512, int4_one_token512.
 //
-// INT8_G32 without vpsignb (AVX-512 has none): the activations go in as
-// the unsigned operand q + 128 (q xor 0x80), so vpdpbusd gives
-// isum_k + 128 sum_{j<4} w[4k+j]; the correction 128 sum w is one vpdpbusd
-// of the row's group with bytes of 128, per row and group, shared by every
-// token of the tile. Exact int32 throughout: |sum| <= 4 * 255 * 128.
+// INT8_G32 without vpsignb (AVX-512 has none): the weights go in as the
+// unsigned operand w + 128 (w xor 0x80), so vpdpbusd gives
+// isum_k + 128 sum_{j<4} q[4k+j]; that correction is the token's, one
+// vpdpbusd of bytes of 128 with the activations per group and tile, shared
+// by every row, and its negation is the accumulator each row's vpdpbusd
+// starts from: one instruction per row, group and token pair for the lane
+// sums (the correction by the weights' sum, per row, took two: 8192 x 8192
+// at n = 32 on Zen 4, 2 threads, 183 -> 193 GFLOP/s). The float steps, one
+// per 4 columns as the definition asks, are the rest of the work. Exact
+// int32 throughout: |sum| <= 4 * 255 * 127 before the correction.
 // INT4_G32: the stored nibbles (w + 8) are the unsigned operand, as in the
 // AVX2 tile, less pc = 8 sum q per lane.
 //
@@ -67,19 +71,20 @@ void int8_tile(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int
   for (int i = 0; i < R; ++i)
     for (int p = 0; p < P; ++p) acc[i][p] = _mm512_setzero_ps();
   for (int64_t g = 0; g < xq.groups; ++g) {
-    __m512i u[P];  // q + 128 of tokens (2p, 2p + 1), as unsigned bytes
-    __m512 d[P];   // their d_g, 8 lanes each
+    __m512i x[P];       // q of tokens (2p, 2p + 1), signed bytes
+    __m512i negpc[P];   // -128 sum_{j<4} q[4k+j] per lane: where each row's lane sums start
+    __m512 d[P];        // their d_g, 8 lanes each
     for (int p = 0; p < P; ++p) {
       const int64_t t = t0 + 2 * p;
-      u[p] = _mm512_xor_si512(halves(xq.row_q(t) + g * kQ8Group, xq.row_q(t + 1) + g * kQ8Group), flip);
+      x[p] = halves(xq.row_q(t) + g * kQ8Group, xq.row_q(t + 1) + g * kQ8Group);
+      negpc[p] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, x[p]));
       d[p] = _mm512_insertf32x8(_mm512_set1_ps(xq.row_d(t)[g]), _mm256_set1_ps(xq.row_d(t + 1)[g]), 1);
     }
     for (int i = 0; i < R; ++i) {
-      const __m512i w = _mm512_broadcast_i64x4(load_group(W, wr0 + i * wrs, g));
-      const __m512i corr = _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, w);  // 128 sum w per lane
+      const __m512i u = _mm512_xor_si512(_mm512_broadcast_i64x4(load_group(W, wr0 + i * wrs, g)), flip);  // w + 128
       const __m512 ws = _mm512_set1_ps(bf16_value(wscale[(wr0 + i * wrs) * W.scale_cols + g]));
       for (int p = 0; p < P; ++p) {
-        const __m512i isum = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u[p], w), corr);
+        const __m512i isum = _mm512_dpbusd_epi32(negpc[p], u, x[p]);
         acc[i][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(ws, d[p]), acc[i][p]);
       }
     }
@@ -207,6 +212,71 @@ void int4_one_token512(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t 
   for (int i = 0; i < R; ++i) y[t0 * ldy + yr0 + i * yrs] = hsum(acc[i]);
 }
 
+// INT8_G32, one token (decode at batch 1): rows wr0 + i wrs (i < R). A
+// 64-byte load is two whole groups of one row (g, g + 1). The stored weights
+// go in as the unsigned operand w + 128 (w xor 0x80) and the activations as
+// they are, so vpdpbusd gives isum_k + 128 sum_{j<4} q[4k+j]; that
+// correction is the token's, shared by every row: one vpdpbusd of bytes of
+// 128 with the activations per pair of groups and tile, its negation the
+// accumulator the row's vpdpbusd starts from (exact int32 throughout:
+// |isum| <= 4 * 255 * 127 before the correction). The lane sums, the
+// conversion and the scale multiply then run once for both groups, on zmm;
+// the two fmas stay per group, on the row's 8-lane accumulator (the low half,
+// then the high one), in the definition's order: the bits of `tile`. About
+// 12 instructions per 64 bytes and row against ~20 for two ymm groups (two
+// vpsignb, a scalar scale each): one thread's n = 1 product was bound by
+// issue (Zen 4, 1 thread: 512 x 2048 in L2 21 -> 41 GB/s; 8192 x 8192 from
+// DRAM 14-17 -> 18; the bench model's INT8 batch-1 decode, 2 threads, 80-82
+// -> 89-91 tokens/s). A last odd group or partial group runs as `tile` runs it.
+template <int R, bool Pf>
+void int8_one_token512(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int64_t t0, float* y,
+                       int64_t ldy, int64_t yr0, int64_t yrs) {
+  const int64_t row_bytes = W.cols, wstep = wrs * row_bytes, sstep = wrs * W.scale_cols;
+  const int8_t* w = static_cast<const int8_t*>(W.data) + wr0 * row_bytes;
+  const uint16_t* sc = static_cast<const uint16_t*>(W.scale) + wr0 * W.scale_cols;
+  const int8_t* xr = xq.row_q(t0);
+  const float* xd = xq.row_d(t0);
+  const __m512i flip = _mm512_set1_epi8(int8_t(0x80));
+  const __m512i shift = _mm512_setr_epi32(16, 16, 16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i top = _mm512_set1_epi32(int32_t(0xFFFF0000u));
+  __m256 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  const int64_t whole = (W.cols / kQ8Group) / 2;  // pairs of whole groups
+  for (int64_t p = 0; p < whole; ++p) {
+    const int64_t g = 2 * p;
+    if constexpr (Pf) {
+      for (int i = 0; i < R; ++i)  // one 64-byte line: this pair
+        prefetch_next_row(reinterpret_cast<uintptr_t>(w + i * wstep + g * kQ8Group), row_bytes);
+      if (g % 32 == 0)  // the next row's scales: 32 groups to a line
+        for (int i = 0; i < R; ++i) prefetch_next_row(reinterpret_cast<uintptr_t>(sc + i * sstep + g), 2 * W.scale_cols);
+    }
+    const __m512i x = _mm512_loadu_si512(xr + g * kQ8Group);
+    const __m512i negpc = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, x));
+    const __m512 d = _mm512_insertf32x8(_mm512_set1_ps(xd[g]), _mm256_set1_ps(xd[g + 1]), 1);
+    for (int i = 0; i < R; ++i) {
+      const __m512i u = _mm512_xor_si512(_mm512_loadu_si512(w + i * wstep + g * kQ8Group), flip);
+      uint32_t two;  // scales of groups g, g + 1: lanes 0-7 the low half shifted up, 8-15 the high one
+      std::memcpy(&two, sc + i * sstep + g, 4);
+      const __m512 ws = _mm512_castsi512_ps(_mm512_and_si512(_mm512_sllv_epi32(_mm512_set1_epi32(int32_t(two)), shift), top));
+      const __m512i isum = _mm512_dpbusd_epi32(negpc, u, x);
+      const __m512 f = _mm512_cvtepi32_ps(isum), m = _mm512_mul_ps(ws, d);
+      acc[i] = _mm256_fmadd_ps(_mm512_castps512_ps256(f), _mm512_castps512_ps256(m), acc[i]);
+      acc[i] = _mm256_fmadd_ps(_mm512_extractf32x8_ps(f, 1), _mm512_extractf32x8_ps(m, 1), acc[i]);
+    }
+  }
+  for (int64_t g = 2 * whole; g < xq.groups; ++g) {  // an odd last whole group, a partial one: as `tile`
+    const __m256i xs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr + g * kQ8Group));
+    const __m256 dg = _mm256_set1_ps(xd[g]);
+    for (int i = 0; i < R; ++i) {
+      const __m256i wg = load_group(W, wr0 + i * wrs, g);
+      const __m256 ws = _mm256_set1_ps(bf16_value(sc[i * sstep + g]));
+      const __m256i s = VnniDot::int8_lanes(_mm256_sign_epi8(wg, wg), _mm256_sign_epi8(xs, wg));
+      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(ws, dg), acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) y[t0 * ldy + yr0 + i * yrs] = hsum(acc[i]);
+}
+
 template <MatFormat F, int R>
 void rows_all_tokens512(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, float* y, int64_t ldy,
                         int64_t yr0, int64_t yrs) {
@@ -214,7 +284,7 @@ void rows_all_tokens512(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t
   if constexpr (F == MatFormat::INT8_G32) {
     for (; t + 4 <= xq.n; t += 4) int8_tile<R, 2>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs);
     if (t + 2 <= xq.n) int8_tile<R, 1>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs), t += 2;
-    if (t < xq.n) tile<VnniDot, R, 1>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs);
+    if (t < xq.n) int8_one_token512<R, false>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs);
   } else {
     for (; t + 4 <= xq.n; t += 4) int4_tile512<R, 2>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs);
     if (t + 2 <= xq.n) int4_tile512<R, 1>(W, xq, wr0, wrs, t, y, ldy, yr0, yrs), t += 2;
@@ -230,18 +300,24 @@ void rows512(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t 
   for (int64_t r = r0 + 4 * q; r < r1; ++r) rows_all_tokens512<F, 1>(W, xq, r, 1, y, ldy, r, 1);
 }
 
-// INT4_G32 at one token: rows [r0, r1) in tiles of 4 rows a quarter of the range apart, as rows512.
+// One token: rows [r0, r1) in tiles of 4 rows a quarter of the range apart, as rows512.
+template <MatFormat F>
 void rows_one_token512(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1) {
   const int64_t q = (r1 - r0) / 4;
-  for (int64_t k = 0; k < q; ++k) int4_one_token512<4, true>(W, xq, r0 + k, q, 0, y, ldy, r0 + k, q);
-  for (int64_t r = r0 + 4 * q; r < r1; ++r) int4_one_token512<1, true>(W, xq, r, 1, 0, y, ldy, r, 1);
+  if constexpr (F == MatFormat::INT8_G32) {
+    for (int64_t k = 0; k < q; ++k) int8_one_token512<4, true>(W, xq, r0 + k, q, 0, y, ldy, r0 + k, q);
+    for (int64_t r = r0 + 4 * q; r < r1; ++r) int8_one_token512<1, true>(W, xq, r, 1, 0, y, ldy, r, 1);
+  } else {
+    for (int64_t k = 0; k < q; ++k) int4_one_token512<4, true>(W, xq, r0 + k, q, 0, y, ldy, r0 + k, q);
+    for (int64_t r = r0 + 4 * q; r < r1; ++r) int4_one_token512<1, true>(W, xq, r, 1, 0, y, ldy, r, 1);
+  }
 }
 
 }  // namespace
 
 void matmul_q8_rows_avx512(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  if (xq.n == 1 && W.format == MatFormat::INT8_G32) return matmul_q8_rows_with<VnniDot>(W, xq, y, ldy, r0, r1);
-  if (xq.n == 1) return rows_one_token512(W, xq, y, ldy, r0, r1);
+  if (xq.n == 1 && W.format == MatFormat::INT8_G32) return rows_one_token512<MatFormat::INT8_G32>(W, xq, y, ldy, r0, r1);
+  if (xq.n == 1) return rows_one_token512<MatFormat::INT4_G32>(W, xq, y, ldy, r0, r1);
   if (W.format == MatFormat::INT8_G32) rows512<MatFormat::INT8_G32>(W, xq, y, ldy, r0, r1);
   else rows512<MatFormat::INT4_G32>(W, xq, y, ldy, r0, r1);
 }
