@@ -9,6 +9,7 @@
 //
 // Options: --min BYTES (1024) --max BYTES (64 MiB) --slot-bytes BYTES (1 MiB)
 //          --slots N (4) --latency-iters N (5000) --busy-ms MS (50)
+//          --work-mb MB (0: off; else the working ring, a batch-1 pipeline in miniature)
 // One-way time = round trip / 2; bandwidth = bytes / one-way time. With more
 // than 2 ranks, also the per-hop time of a token passed around all ranks.
 #include <chrono>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/mpi_env.hpp"
@@ -33,6 +35,7 @@ struct Options {
   int slots = 4;
   int latency_iters = 5000;
   int busy_ms = 50;
+  int work_mb = 0;  // > 0: also the working ring (working_ring)
 };
 
 Options parse(int argc, char** argv) {
@@ -46,6 +49,7 @@ Options parse(int argc, char** argv) {
     else if (k == "--slots") o.slots = int(v);
     else if (k == "--latency-iters") o.latency_iters = int(v);
     else if (k == "--busy-ms") o.busy_ms = int(v);
+    else if (k == "--work-mb") o.work_mb = int(v);
     else throw Error("bench_channel: unknown option " + k);
   }
   return o;
@@ -110,6 +114,47 @@ double ring_hop(RmaChannel& ch, int laps) {
   auto t0 = Clock::now();
   for (int i = 0; i < laps; ++i) lap();
   return seconds(t0, Clock::now()) / laps / n;
+}
+
+// A pipeline step at batch 1 in miniature: the token passed around all ranks,
+// each streaming `work_mb` MB of its own memory (a stage's compute) before it
+// passes the token on, while the others wait in the channel as stages do.
+// Returns seconds per lap; *work gets the mean seconds of one rank's work
+// inside the ring. Lap / ranks - work is what a hop costs after a long wait
+// (a sleeping receiver, its core-mates, the transport's progress).
+double stream(std::vector<float>& mem) {
+  float sum = 0;
+  for (size_t i = 0; i < mem.size(); i += 16) sum += mem[i];  // a line per read
+  mem[size_t(sum) % mem.size()] += 1;                          // keep the reads
+  return sum;
+}
+double working_ring(RmaChannel& ch, std::vector<float>& mem, int laps, double* work) {
+  const int me = ch.rank(), n = ch.size();
+  uint64_t token = 0;
+  auto bytes = std::as_writable_bytes(std::span(&token, 1));
+  double worked = 0;
+  auto run = [&] {
+    const auto t = Clock::now();
+    stream(mem);
+    worked += seconds(t, Clock::now());
+  };
+  auto lap = [&] {
+    if (me == 0) {
+      run();
+      ch.send(1, 0, bytes);
+      ch.recv_into(n - 1, bytes);
+    } else {
+      ch.recv_into(me - 1, bytes);
+      run();
+      ch.send((me + 1) % n, 0, bytes);
+    }
+  };
+  for (int i = 0; i < 3; ++i) lap();
+  worked = 0;
+  auto t0 = Clock::now();
+  for (int i = 0; i < laps; ++i) lap();
+  *work = worked / laps;
+  return seconds(t0, Clock::now()) / laps;
 }
 
 double ring_hop_mpi(const MpiEnv& env, int laps) {
@@ -179,6 +224,39 @@ int run(const MpiEnv& env, const Options& o) {
     if (me == 0)
       std::printf("ring of %d ranks, 8-byte token: rma %.2f us per hop, mpi %.2f us per hop, rma/mpi %.2f\n",
                   env.size(), hop * 1e6, hop_mpi * 1e6, hop / hop_mpi);
+  }
+  if (o.work_mb > 0) {
+    // The same work timed first with every other rank asleep outside MPI
+    // (rank 0 alone), then inside the ring.
+    std::vector<float> mem(size_t(o.work_mb) << 18, 1.0f);
+    env.barrier();
+    double alone = 0;
+    const int reps = 50;
+    if (me == 0) {
+      stream(mem);
+      const auto t = Clock::now();
+      for (int i = 0; i < reps; ++i) stream(mem);
+      alone = seconds(t, Clock::now()) / reps;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200 + 4 * reps * o.work_mb / 10));
+    }
+    env.barrier();
+    double work = 0;
+    const double lap = working_ring(ch, mem, 200, &work);
+    std::vector<double> works(size_t(env.size()));
+    {
+      auto guard = env.lock();
+      mpi_check(MPI_Gather(&work, 1, MPI_DOUBLE, works.data(), 1, MPI_DOUBLE, 0, env.comm()), "MPI_Gather");
+    }
+    if (me == 0) {
+      double sum = 0;
+      std::printf("\nworking ring of %d ranks, each streaming %d MB before passing the token on: lap %.3f ms\n",
+                  env.size(), o.work_mb, lap * 1e3);
+      std::printf("  rank 0's work alone %.3f ms; in the ring, per rank:", alone * 1e3);
+      for (double w : works) std::printf(" %.3f", w * 1e3), sum += w;
+      std::printf(" ms\n  work in the ring / alone %.2f; per hop beyond the work %.3f ms\n",
+                  sum / env.size() / alone, (lap - sum) / env.size() * 1e3);
+    }
   }
   env.barrier();
   return 0;
