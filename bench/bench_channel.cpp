@@ -116,18 +116,19 @@ double ring_hop(RmaChannel& ch, int laps) {
   return seconds(t0, Clock::now()) / laps / n;
 }
 
-// A pipeline step at batch 1 in miniature: the token passed around all ranks,
-// each streaming `work_mb` MB of its own memory (a stage's compute) before it
-// passes the token on, while the others wait in the channel as stages do.
-// Returns seconds per lap; *work gets the mean seconds of one rank's work
-// inside the ring. Lap / ranks - work is what a hop costs after a long wait
-// (a sleeping receiver, its core-mates, the transport's progress).
+// A stage's compute, as far as memory goes: one read of every line of `mem`.
 double stream(std::vector<float>& mem) {
   float sum = 0;
   for (size_t i = 0; i < mem.size(); i += 16) sum += mem[i];  // a line per read
   mem[size_t(sum) % mem.size()] += 1;                          // keep the reads
   return sum;
 }
+// A pipeline step at batch 1 in miniature: the token passed around all ranks,
+// each streaming its `mem` before it passes the token on, while the others
+// wait in the channel as stages do. Returns seconds per lap; *work gets the
+// mean seconds of one rank's work inside the ring. Lap / ranks - work is what
+// a hop costs after a long wait (a sleeping receiver, its core-mates, the
+// transport's progress).
 double working_ring(RmaChannel& ch, std::vector<float>& mem, int laps, double* work) {
   const int me = ch.rank(), n = ch.size();
   uint64_t token = 0;
@@ -237,7 +238,7 @@ int run(const MpiEnv& env, const Options& o) {
       const auto t = Clock::now();
       for (int i = 0; i < reps; ++i) stream(mem);
       alone = seconds(t, Clock::now()) / reps;
-    } else {
+    } else {  // ~10x what rank 0's reps take at 20 GB/s, so it works alone
       std::this_thread::sleep_for(std::chrono::milliseconds(200 + 4 * reps * o.work_mb / 10));
     }
     env.barrier();
