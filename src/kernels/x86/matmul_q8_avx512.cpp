@@ -267,8 +267,10 @@ void int8_one_token512(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t 
   for (int64_t g = 2 * whole; g < xq.groups; ++g) {  // an odd last whole group, a partial one: `tile`'s step
     const __m256i xs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr + g * kQ8Group));
     const __m256 dg = _mm256_set1_ps(xd[g]);
-    for (int i = 0; i < R; ++i)
-      int8_group<VnniDot>(load_group(W, wr0 + i * wrs, g), _mm256_set1_ps(bf16_value(sc[i * sstep + g])), xs, dg, acc[i]);
+    for (int i = 0; i < R; ++i) {
+      const __m256i wg = load_group(W, wr0 + i * wrs, g);
+      int8_group<VnniDot>(_mm256_sign_epi8(wg, wg), wg, _mm256_set1_ps(bf16_value(sc[i * sstep + g])), xs, dg, acc[i]);
+    }
   }
   for (int i = 0; i < R; ++i) y[t0 * ldy + yr0 + i * yrs] = hsum(acc[i]);
 }

@@ -57,16 +57,17 @@ inline __m256i load_group(const QMatrix& W, int64_t r, int64_t g) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(buf));
 }
 
-// One INT8_G32 group of one row (its 32 weights w, its scale ws) times one
-// token's group (q: xs, d_g: d), into the row's 8-lane accumulator: the
-// definition's step. |w| times the activations with w's sign (vpsignb):
+// One INT8_G32 group of one row (its 32 weights w, aw = |w| computed once
+// per row by the caller for all its tokens, its scale ws) times one token's
+// group (q: xs, d_g: d), into the row's 8-lane accumulator: the definition's
+// step. |w| times the activations with w's sign (vpsignb):
 // vpmaddubsw and vpdpbusd want one unsigned operand. This way round, not |x|
 // times sign(w, x): a weight of -128 has |w| = 128 as an unsigned byte,
 // while negating it would wrap; activations lie in [-127, 127], so their
 // negation never does. Every int8 weight is computed exactly.
 template <class Dot>
-inline void int8_group(__m256i w, __m256 ws, __m256i xs, __m256 d, __m256& acc) {
-  const __m256i p = Dot::int8_lanes(_mm256_sign_epi8(w, w), _mm256_sign_epi8(xs, w));  // |w|; -128 stays 0x80
+inline void int8_group(__m256i aw, __m256i w, __m256 ws, __m256i xs, __m256 d, __m256& acc) {
+  const __m256i p = Dot::int8_lanes(aw, _mm256_sign_epi8(xs, w));
   acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(ws, d), acc);
 }
 
@@ -98,8 +99,9 @@ void tile(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int64_t 
     }
     for (int i = 0; i < R; ++i) {
       const __m256i w = load_group(W, wr0 + i * wrs, g);
+      const __m256i aw = _mm256_sign_epi8(w, w);  // |w|; -128 stays 0x80 = 128 unsigned
       const __m256 ws = _mm256_set1_ps(bf16_value(wscale[(wr0 + i * wrs) * W.scale_cols + g]));
-      for (int t = 0; t < T; ++t) int8_group<Dot>(w, ws, xs[t], d[t], acc[i][t]);
+      for (int t = 0; t < T; ++t) int8_group<Dot>(aw, w, ws, xs[t], d[t], acc[i][t]);
     }
   }
   for (int i = 0; i < R; ++i)
