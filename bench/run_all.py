@@ -194,7 +194,9 @@ for key, fmt, act in model_runs():
               f"{pct(r.get('peak_fraction')):>6}", flush=True)
     print(f"        pool dispatch {m['dispatch_us']:.1f} us; experts/head/busy per step: " + ", ".join(
         f"{n.split()[1] if n.startswith('decode') else 'prefill'} {r['expert_share']:.0%}/{r['head_share']:.0%}/"
-        f"{r['cpu_busy']:.0%}" for n, r in runs))
+        f"{r['cpu_busy']:.0%}" for n, r in runs) + (
+        f"; mapped weights on 2 MiB pages {m['weights_huge_mb']:.0f} of {m['weights_resident_mb']:.0f} MB"
+        if m.get("weights_resident_mb") else ""))
     dec = {d["batch"]: d for d in m["decode"]}
     if "b1_floor" in m and 1 in dec:  # the same matrices timed alone: what the model adds to its kernels
         f = m["b1_floor"]

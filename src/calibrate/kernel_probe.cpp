@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/error.hpp"
+#include "common/page_arena.hpp"
 #include "common/numeric.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/matmul_q8.hpp"
@@ -131,12 +132,23 @@ FileBackedMatrices::FileBackedMatrices(const Owned& one, int copies, const std::
     ::close(fd);
     throw Error("calibrate: cannot size the scratch file in " + dir);
   }
+  // The engine reads its shards in through a mapping advised for 2 MiB pages
+  // (format/mapped_file.hpp); the pages written here would keep whatever size
+  // the write path gave them. So the file goes to disk and leaves the page
+  // cache, and is read back through such a mapping. (Where the cache cannot
+  // drop it, tmpfs say, the pages stay as written: a hint, as for the engine.)
+#ifdef __linux__
+  if (::fdatasync(fd) == 0) (void)::posix_fadvise(fd, 0, off_t(size_), POSIX_FADV_DONTNEED);
+#endif
   base_ = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
   ::close(fd);
   if (base_ == MAP_FAILED) {
     base_ = nullptr;
     throw Error("calibrate: cannot map the scratch file");
   }
+#ifdef MADV_HUGEPAGE
+  if (huge_pages_wanted()) ::madvise(base_, size_, MADV_HUGEPAGE);
+#endif
   const auto* b = static_cast<const uint8_t*>(base_);
   // Map every page now, as a model's shards are by the time steps run (its
   // load reads them): otherwise the first trials, at one row, time page

@@ -21,9 +21,10 @@ struct Owned {
 Owned make_matrix(MatFormat f, int64_t rows, int64_t cols);
 
 // Copies of matrices that live where the engine's weights do: in place in a
-// read-only shared mapping of a file (page cache, 4 KiB pages; a model's
-// shards are used from their mmap), not in anonymous (huge-page) memory, whose
-// reads are faster. The file is unlinked at once; the mapping goes with this.
+// read-only shared mapping of a file (a model's shards are used from their
+// mmap), read in from disk through a mapping advised for 2 MiB pages as the
+// loader's is (format/mapped_file.hpp), not in anonymous memory. The file is
+// unlinked at once; the mapping goes with this.
 class FileBackedMatrices {
  public:
   // `copies` copies of `one` (each its own pages: streaming them costs what

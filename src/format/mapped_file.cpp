@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "common/page_arena.hpp"
 
 namespace trillion {
 
@@ -84,6 +85,12 @@ void MappedFile::advise_sequential(size_t offset, size_t len) const {
 
 void MappedFile::advise_done(size_t offset, size_t len) const {
   advise(data_, size_, offset, len, MADV_DONTNEED);
+}
+
+void MappedFile::advise_huge_pages() const {
+#ifdef MADV_HUGEPAGE
+  if (huge_pages_wanted()) advise(data_, size_, 0, size_, MADV_HUGEPAGE);  // EINVAL without THP: a hint, ignored
+#endif
 }
 
 }  // namespace trillion

@@ -8,6 +8,7 @@
 #include <mach/mach.h>
 #endif
 
+#include "format/mapped_pages.hpp"
 #include "runtime/rma_channel.hpp"
 
 namespace trillion {
@@ -44,7 +45,8 @@ nlohmann::json to_json(const RankMetrics& m) {
           {"wait_seconds", m.wait_seconds}, {"bytes_sent", m.bytes_sent}, {"messages_sent", m.messages_sent},
           {"bytes_received", m.bytes_received}, {"messages_received", m.messages_received},
           {"weight_bytes", m.weight_bytes}, {"kv_cache_bytes", m.kv_cache_bytes},
-          {"peak_rss_bytes", m.peak_rss_bytes}, {"rss_bytes", m.rss_bytes}};
+          {"peak_rss_bytes", m.peak_rss_bytes}, {"rss_bytes", m.rss_bytes},
+          {"weights_resident_bytes", m.weights_resident_bytes}, {"weights_huge_page_bytes", m.weights_huge_page_bytes}};
 }
 
 RankMetrics rank_metrics_from_json(const nlohmann::json& j) {
@@ -63,6 +65,8 @@ RankMetrics rank_metrics_from_json(const nlohmann::json& j) {
   j.at("kv_cache_bytes").get_to(m.kv_cache_bytes);
   j.at("peak_rss_bytes").get_to(m.peak_rss_bytes);
   j.at("rss_bytes").get_to(m.rss_bytes);
+  j.at("weights_resident_bytes").get_to(m.weights_resident_bytes);
+  j.at("weights_huge_page_bytes").get_to(m.weights_huge_page_bytes);
   return m;
 }
 
@@ -77,6 +81,9 @@ void fill_run_metrics(RankMetrics& m, const ChannelStats& traffic, double busy_s
   m.kv_cache_bytes = kv_cache_bytes;
   m.peak_rss_bytes = peak_rss_bytes();
   m.rss_bytes = rss_bytes();
+  const MappedPages shards = mapped_pages(".h5");
+  m.weights_resident_bytes = shards.resident_bytes;
+  m.weights_huge_page_bytes = shards.huge_bytes;
 }
 
 }  // namespace trillion

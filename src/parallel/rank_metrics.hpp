@@ -23,6 +23,10 @@ struct RankMetrics {
   int64_t kv_cache_bytes = 0;
   int64_t peak_rss_bytes = 0;  // getrusage ru_maxrss
   int64_t rss_bytes = 0;       // resident now (a soak watches it stay flat)
+  // Its mapped shards (*.h5): resident now, and of that how much sits on
+  // 2 MiB pages (format/mapped_file.hpp: decode reads 4 KiB pages slower).
+  int64_t weights_resident_bytes = 0;
+  int64_t weights_huge_page_bytes = 0;
 };
 
 int64_t peak_rss_bytes();  // of this process

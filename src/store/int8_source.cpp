@@ -1,5 +1,8 @@
 #include "store/int8_source.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include "common/error.hpp"
 
 namespace trillion {
@@ -48,8 +51,8 @@ const QuantizedMatrix& Int8FromFp8Source::requantized(const std::string& prefix)
     if (w.dtype != DType::BF16 || w.shape.size() != 2)
       throw FormatError("tensor 'lm_head.weight': the integer-dot path of an FP8 model requantizes a BF16 [vocab, "
                         "hidden] lm_head; this one is not (run it with --activations f32)");
-    QuantizedMatrix q = quantize_matrix(WeightFormat::int8_group, prefix, w.as<uint16_t>(), w.shape[0], w.shape[1], pool_);
-    return done_.emplace(prefix, std::move(q)).first->second;
+    return place(prefix,
+                 quantize_matrix(WeightFormat::int8_group, prefix, w.as<uint16_t>(), w.shape[0], w.shape[1], pool_));
   }
   const TensorView s = inner_.tensor(prefix + ".weight_scale_inv");
   if (w.dtype != DType::F8_E4M3 || w.shape.size() != 2 || s.dtype != DType::F32 || s.shape.size() != 2)
@@ -58,7 +61,16 @@ const QuantizedMatrix& Int8FromFp8Source::requantized(const std::string& prefix)
   if (s.shape[0] != (rows + 127) / 128 || s.shape[1] != (cols + 127) / 128)
     throw FormatError("tensor '" + prefix + ".weight_scale_inv': shape does not cover [" + std::to_string(rows) +
                       ", " + std::to_string(cols) + "] in 128x128 blocks");
-  QuantizedMatrix q = requantize_fp8_to_int8(prefix, w.as<uint8_t>(), s.as<float>(), rows, cols, pool_);
+  return place(prefix, requantize_fp8_to_int8(prefix, w.as<uint8_t>(), s.as<float>(), rows, cols, pool_));
+}
+
+const QuantizedMatrix& Int8FromFp8Source::place(const std::string& prefix, QuantizedMatrix q) {
+  for (QuantTensor& t : q.tensors) {
+    std::byte* p = arena_.allocate(t.data.size());
+    std::copy(t.data.begin(), t.data.end(), p);
+    placed_[t.name] = Placed{p, t.data.size()};
+    std::vector<std::byte>().swap(t.data);  // the heap copy goes now, not with the source
+  }
   return done_.emplace(prefix, std::move(q)).first->second;
 }
 
@@ -67,7 +79,11 @@ TensorView Int8FromFp8Source::tensor(const std::string& name) {
     const std::string p = prefix_of(name, suffix);
     if (!converts(p)) continue;
     for (const QuantTensor& t : requantized(p).tensors)
-      if (t.name == name) return TensorView{t.name, t.dtype, t.shape, t.data.data(), t.data.size()};
+      if (t.name == name) {
+        std::lock_guard<std::mutex> lock(mu_);
+        const Placed& at = placed_.at(t.name);
+        return TensorView{t.name, t.dtype, t.shape, at.data, at.bytes};
+      }
   }
   if (const std::string p = prefix_of(name, ".weight_scale_inv"); converts(p))
     throw FormatError("tensor '" + name + "': replaced by int8 scales on the integer-dot path");

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/page_arena.hpp"
 #include "common/tensor_view.hpp"
 #include "store/quantize.hpp"
 
@@ -51,11 +52,21 @@ class Int8FromFp8Source : public TensorSource {
  private:
   bool converts(const std::string& prefix) const;
   const QuantizedMatrix& requantized(const std::string& prefix);
+  const QuantizedMatrix& place(const std::string& prefix, QuantizedMatrix q);  // under mu_
 
   TensorSource& inner_;
   ThreadPool* pool_;
+  // The requantized tensors' bytes, on 2 MiB pages (page_arena.hpp): they
+  // are read as the INT8 model's mapped shards are, and on 4 KiB heap pages
+  // made FP8 0.80-0.86x INT8 on the int8 path (run_all.py, 2026-12-05).
+  struct Placed {
+    const std::byte* data;
+    size_t bytes;
+  };
   mutable std::mutex mu_;
-  std::map<std::string, QuantizedMatrix> done_;  // by prefix; nodes never move
+  std::map<std::string, QuantizedMatrix> done_;  // by prefix; nodes never move; their bytes moved to arena_
+  std::map<std::string, Placed> placed_;         // by tensor name
+  PageArena arena_;
 };
 
 }  // namespace trillion

@@ -98,6 +98,7 @@ std::vector<ShardProblem> check_shard(const std::string& path, const ShardInfo& 
   if (std::string p = shard_file_problem(path, shard); !p.empty()) return {{"", p}};
   if (shard.metadata_checksum) {
     const MappedFile f(path);
+    f.advise_huge_pages();  // this pass is the first to read the file: its read-ahead decides the page size
     const uint64_t h = shard_metadata_checksum(f.data(), f.size(), tensors);
     if (h != *shard.metadata_checksum)
       return {{"", "HDF5 metadata changed since conversion: it hashes to " + checksum_string(h) +
@@ -132,6 +133,7 @@ MappedShard::MappedShard(const std::string& dir, const ShardInfo& shard,
   map_ = MappedFile(path);
   if (map_.size() != shard.bytes)  // changed between the check and the mapping
     throw FormatError(path + ": shard file changed size while being opened");
+  map_.advise_huge_pages();  // before the checksum pass or a step first reads it
 }
 
 void verify_checksum(const std::string& path, const TensorInfo& t, const std::byte* data) {

@@ -30,7 +30,8 @@ GENERATE_KEYS = ["command", "requests", "steps", "tokens", "seconds", "tokens_pe
                  "per_rank"]
 SCORE_KEYS = [k for k in GENERATE_KEYS if k != "steps"]
 RANK_KEYS = ["rank", "host", "role", "busy_seconds", "wait_seconds", "bytes_sent", "messages_sent", "bytes_received",
-             "messages_received", "weight_bytes", "kv_cache_bytes", "peak_rss_bytes", "rss_bytes"]
+             "messages_received", "weight_bytes", "kv_cache_bytes", "peak_rss_bytes", "rss_bytes",
+             "weights_resident_bytes", "weights_huge_page_bytes"]
 
 
 def watch(cmd, metrics):
@@ -85,6 +86,11 @@ def check_run(tag, cmd, metrics, command, ranks, n_requests, keys):
     f.check(len(final.get("per_rank", [])) == ranks and all(all(k in r for k in RANK_KEYS) for r in final["per_rank"])
             and sorted(r["rank"] for r in final["per_rank"]) == list(range(ranks)), f"{tag}: per_rank complete")
     f.check(final.get("requests", {}).get("done") == n_requests, f"{tag}: final requests {final.get('requests')}")
+    # Every rank maps its shards and ran steps on them: some of their pages
+    # are resident, and the 2 MiB share of them (kernel-dependent) is a part.
+    f.check(all(0 < r.get("weights_resident_bytes", 0) and 0 <= r.get("weights_huge_page_bytes", -1)
+                <= r["weights_resident_bytes"] for r in final.get("per_rank", [])),
+            f"{tag}: mapped weights resident, 2 MiB pages a part of them")
     return final
 
 

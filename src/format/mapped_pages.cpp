@@ -1,0 +1,81 @@
+#include "format/mapped_pages.hpp"
+
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+namespace trillion {
+
+namespace {
+
+// A mapping's header line: "start-end perms offset dev inode [path]"; its
+// first field holds a '-' between two hex numbers, a field line ("Rss: ...")
+// ends its first word with ':'.
+bool is_header(const std::string& line) {
+  const size_t space = line.find(' ');
+  const std::string first = line.substr(0, space);
+  const size_t dash = first.find('-');
+  if (dash == std::string::npos || dash == 0 || dash + 1 == first.size()) return false;
+  for (size_t i = 0; i < first.size(); ++i)
+    if (i != dash && !std::isxdigit(static_cast<unsigned char>(first[i]))) return false;
+  return true;
+}
+
+// The path of a header line: the sixth field to the end of the line ("" for anonymous mappings).
+std::string header_path(const std::string& line) {
+  std::istringstream in(line);
+  std::string field;
+  for (int i = 0; i < 5; ++i)
+    if (!(in >> field)) return "";
+  std::string rest;
+  std::getline(in, rest);
+  const size_t b = rest.find_first_not_of(' ');
+  return b == std::string::npos ? "" : rest.substr(b);
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// "Name:   1234 kB" -> bytes, when the line is that field.
+bool field_bytes(const std::string& line, const char* name, int64_t& bytes) {
+  const std::string key = std::string(name) + ":";
+  if (line.compare(0, key.size(), key) != 0) return false;
+  std::istringstream in(line.substr(key.size()));
+  int64_t kb = 0;
+  std::string unit;
+  if (!(in >> kb >> unit) || unit != "kB") return false;
+  bytes = kb * 1024;
+  return true;
+}
+
+}  // namespace
+
+MappedPages parse_smaps(const std::string& smaps, const std::string& suffix) {
+  MappedPages out;
+  std::istringstream in(smaps);
+  bool counting = false;
+  for (std::string line; std::getline(in, line);) {
+    if (is_header(line)) {
+      const std::string path = header_path(line);
+      counting = !path.empty() && ends_with(path, suffix);
+      out.mappings += counting;
+      continue;
+    }
+    if (!counting) continue;
+    int64_t b = 0;
+    if (field_bytes(line, "Rss", b)) out.resident_bytes += b;
+    else if (field_bytes(line, "FilePmdMapped", b)) out.huge_bytes += b;
+  }
+  return out;
+}
+
+MappedPages mapped_pages(const std::string& suffix) {
+  std::ifstream f("/proc/self/smaps");
+  if (!f) return {};
+  std::ostringstream text;
+  text << f.rdbuf();
+  return parse_smaps(text.str(), suffix);
+}
+
+}  // namespace trillion
