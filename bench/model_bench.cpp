@@ -595,9 +595,9 @@ int run(int argc, char** argv) {
                     d["step_ms_median"].get<double>(), d["step_ms_median"].get<double>() / j["ms"].get<double>());
   }
   // Of the mapped shards, what the steps left resident and how much of it sits
-  // on 2 MiB pages (MappedFile::advise_huge_pages): batch-1 decode on a VM
-  // runs ~20% faster with it, and a page cache filled before the advice (or
-  // TRILLION_HUGE_PAGES=0, or no THP) keeps 4 KiB pages.
+  // on 2 MiB pages (MappedFile::advise_huge_pages): batch-1 decode on the Zen 5
+  // VM ran 1.1-1.4x faster with them, and a page cache filled before the advice
+  // (or TRILLION_HUGE_PAGES=0, or no THP) keeps 4 KiB pages.
   const MappedPages pages = mapped_pages(".h5");
   out["weights_resident_mb"] = double(pages.resident_bytes) / 1e6;
   out["weights_huge_mb"] = double(pages.huge_bytes) / 1e6;

@@ -53,9 +53,10 @@ const struct {
 // of the roofline. Otherwise copies of it cycled, streaming_mib MiB in all as
 // the bandwidth probe's (past the caches: this VM reports a 480 MiB L3), out of
 // a file mapping as the engine reads its shards (page cache, read in on 2 MiB
-// pages where the kernel gives them, kernel_probe.hpp): below the in-cache rates where the kernel
-// cannot hide the reads, at few rows and for formats slow to unpack (here
-// bf16 at one row streams 14.9 GFLOP/s against 29.7 in cache).
+// pages where the kernel gives them, kernel_probe.hpp): below the in-cache
+// rates where the kernel cannot hide the reads, at few rows and for formats
+// slow to unpack (here bf16 at one row streams 14.9 GFLOP/s against 29.7 in
+// cache).
 json kernel_rates(bool quick, bool wall, int64_t streaming_mib = 0) {
   const char* tmp = std::getenv("TMPDIR");
   const std::string scratch = tmp && *tmp ? tmp : "/tmp";
