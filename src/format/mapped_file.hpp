@@ -35,7 +35,7 @@ class MappedFile {
   // ~180 small matrices a step from all over the weights, and with 4 KiB
   // pages every 4 KiB read past the TLB is a page walk (dearer in a virtual
   // machine): bench_model batch 1, 2 threads, Zen 5 VM, alternated, 4 KiB
-  // -> 2 MiB pages: INT4 x1.11 (median of 10), INT8 x1.19-1.41 (README).
+  // -> 2 MiB pages: INT4 x1.10 (median of 10), INT8 x1.19-1.41 (README).
   // It shapes only pages read in after it: a file the page cache already
   // holds in small pages stays so (Linux without READ_ONLY_THP_FOR_FS cannot
   // collapse file pages), so call it before the first touch.

@@ -33,10 +33,6 @@ std::string header_path(const std::string& line) {
   return b == std::string::npos ? "" : rest.substr(b);
 }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // "Name:   1234 kB" -> bytes, when the line is that field.
 bool field_bytes(const std::string& line, const char* name, int64_t& bytes) {
   const std::string key = std::string(name) + ":";
@@ -58,7 +54,7 @@ MappedPages parse_smaps(const std::string& smaps, const std::string& suffix) {
   for (std::string line; std::getline(in, line);) {
     if (is_header(line)) {
       const std::string path = header_path(line);
-      counting = !path.empty() && ends_with(path, suffix);
+      counting = !path.empty() && path.ends_with(suffix);
       out.mappings += counting;
       continue;
     }

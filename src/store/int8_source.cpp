@@ -68,7 +68,7 @@ const QuantizedMatrix& Int8FromFp8Source::place(const std::string& prefix, Quant
   for (QuantTensor& t : q.tensors) {
     std::byte* p = arena_.allocate(t.data.size());
     std::copy(t.data.begin(), t.data.end(), p);
-    placed_[t.name] = Placed{p, t.data.size()};
+    placed_[t.name] = TensorView{t.name, t.dtype, t.shape, p, t.data.size()};
     std::vector<std::byte>().swap(t.data);  // the heap copy goes now, not with the source
   }
   return done_.emplace(prefix, std::move(q)).first->second;
@@ -78,12 +78,9 @@ TensorView Int8FromFp8Source::tensor(const std::string& name) {
   for (const char* suffix : {".weight", ".weight_scale"}) {
     const std::string p = prefix_of(name, suffix);
     if (!converts(p)) continue;
-    for (const QuantTensor& t : requantized(p).tensors)
-      if (t.name == name) {
-        std::lock_guard<std::mutex> lock(mu_);
-        const Placed& at = placed_.at(t.name);
-        return TensorView{t.name, t.dtype, t.shape, at.data, at.bytes};
-      }
+    requantized(p);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = placed_.find(name); it != placed_.end()) return it->second;
   }
   if (const std::string p = prefix_of(name, ".weight_scale_inv"); converts(p))
     throw FormatError("tensor '" + name + "': replaced by int8 scales on the integer-dot path");

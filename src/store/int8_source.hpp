@@ -59,13 +59,9 @@ class Int8FromFp8Source : public TensorSource {
   // The requantized tensors' bytes, on 2 MiB pages (page_arena.hpp): they
   // are read as the INT8 model's mapped shards are, and on 4 KiB heap pages
   // made FP8 0.80-0.86x INT8 on the int8 path (run_all.py, 2026-12-05).
-  struct Placed {
-    const std::byte* data;
-    size_t bytes;
-  };
   mutable std::mutex mu_;
-  std::map<std::string, QuantizedMatrix> done_;  // by prefix; nodes never move; their bytes moved to arena_
-  std::map<std::string, Placed> placed_;         // by tensor name
+  std::map<std::string, QuantizedMatrix> done_;  // by prefix (for stats; their bytes moved to arena_)
+  std::map<std::string, TensorView> placed_;     // by tensor name: views into arena_
   PageArena arena_;
 };
 
