@@ -156,13 +156,13 @@ void int4_tile512(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, 
 // run once for both, on zmm; the two fmas stay per pair, on the row's
 // 8-lane accumulator (the low half, then the high one), in the definition's
 // order: the bits of int4_tile. About 15 instructions per 64 bytes and row
-// against 28 for two ymm pairs: one thread's n = 1 product was bound by
+// (14 since the -pc start below) against 28 for two ymm pairs: one thread's n = 1 product was bound by
 // issue, not by memory (in L2: 38 GB/s; from DRAM: 30 of the 35 one thread
 // reads), and fewer instructions per byte keep more loads in flight. The
 // lane sums start from -pc, negated once per pair for all R rows, instead of
 // subtracting pc per row: the same exact int32 sums, one instruction fewer
-// per row (14 per 64 bytes; Zen 5, 1 thread, 512 x 2048 in L2, alternated:
-// 52.3 -> 53.6 GB/s, 4 rounds).
+// per row (Zen 5, 1 thread, 512 x 2048 in L2, alternated: 52.3 -> 53.6
+// GB/s, 4 rounds).
 // Pf: prefetch a line at least 2 KiB ahead (prefetch_int4_ahead), as the
 // AVX2 tile does (Pf only at n = 1: later tokens find the rows in cache).
 template <int R, bool Pf>

@@ -55,7 +55,8 @@ inline void prefetch_next_row(uintptr_t a, int64_t row_bytes) {
 // threads, alternated runs: one row -> 2 KiB x1.09 median (10 rounds),
 // 1 KiB -> 2 KiB x1.08 (8), 2 -> 4 KiB x0.92 (8); the AVX2 tile one row ->
 // 2 KiB x1.06 (6). INT8 (2 KiB rows but the down projection's 512 bytes)
-// measured no change (x0.99-1.01) and keeps one row.
+// measured x0.99-1.01 (AVX-512, 8-10 rounds) and x0.96 (AVX2, 6): it keeps
+// one row.
 constexpr int64_t kInt4PrefetchBytes = 2048;
 inline void prefetch_int4_ahead(uintptr_t a, int64_t row_bytes) {
   prefetch_next_row(a, std::max(row_bytes, kInt4PrefetchBytes));
