@@ -156,9 +156,10 @@ void int4_tile512(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, 
 // run once for both, on zmm; the two fmas stay per pair, on the row's
 // 8-lane accumulator (the low half, then the high one), in the definition's
 // order: the bits of int4_tile. About 15 instructions per 64 bytes and row
-// (14 since the -pc start below) against 28 for two ymm pairs: one thread's n = 1 product was bound by
-// issue, not by memory (in L2: 38 GB/s; from DRAM: 30 of the 35 one thread
-// reads), and fewer instructions per byte keep more loads in flight. The
+// (14 since the -pc start below) against 28 for two ymm pairs: one
+// thread's n = 1 product was bound by issue, not by memory (in L2: 38 GB/s;
+// from DRAM: 30 of the 35 one thread reads), and fewer instructions per
+// byte keep more loads in flight. The
 // lane sums start from -pc, negated once per pair for all R rows, instead of
 // subtracting pc per row: the same exact int32 sums, one instruction fewer
 // per row (Zen 5, 1 thread, 512 x 2048 in L2, alternated: 52.3 -> 53.6
