@@ -13,7 +13,8 @@ namespace trillion {
 // quarters at once).
 double read_gbps(const std::vector<float*>& parts, size_t per_thread, int reps, int streams);
 
-// Best GFLOP/s of FP32 FMA chains on `threads` threads.
+// Best GFLOP/s of FP32 FMA chains on `threads` threads: 256-bit FMAs, and
+// 512-bit ones where the avx512 kernels run; the better of the two.
 double fma_gflops(int threads);
 
 // `threads` arrays of per_thread floats each (64-byte aligned, every page

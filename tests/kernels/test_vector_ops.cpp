@@ -101,14 +101,16 @@ BOOST_AUTO_TEST_CASE(dot_and_axpy_every_path) {
 }
 
 // The tiles are defined as loops over the same table's dot / axpy: the bits
-// must be those, for every shape (tile edges: 2x3 dots, 4 rows x 24 columns),
+// must be those, for every shape (tile edges: AVX2 3x4 dots and 4 rows x 24
+// columns, AVX-512 4x6 dots and 6 rows x 64 columns, NEON 3x4 and 4 x 16),
 // stride and length (dot's 16/8/tail steps, axpy's vector and tail columns).
 BOOST_AUTO_TEST_CASE(dot_and_axpy_tiles_have_the_loops_bits) {
   for (KernelIsa isa : kAllKernelIsas) {
     if (!kernel_isa_available(isa)) continue;
     const KernelTable& k = kernel_table(isa);
-    for (int64_t n : {1, 8, 15, 16, 24, 40, 64, 517}) {
-      for (auto [na, nb] : {std::pair<int64_t, int64_t>{1, 1}, {2, 3}, {3, 5}, {5, 7}, {16, 64}, {7, 2}}) {
+    for (int64_t n : {1, 8, 15, 16, 24, 40, 64, 100, 120, 517}) {
+      for (auto [na, nb] :
+           {std::pair<int64_t, int64_t>{1, 1}, {2, 3}, {3, 5}, {5, 7}, {16, 64}, {7, 2}, {6, 6}, {9, 13}, {11, 17}}) {
         BOOST_TEST_CONTEXT(to_string(isa) << " n=" << n << " na=" << na << " nb=" << nb) {
           const int64_t lda = n + 3, ldb = n + 5, ldo = nb + 2;
           auto a = random_floats(na * lda, 41), b = random_floats(nb * ldb, 42);

@@ -19,6 +19,10 @@ void dot_tile(const float* a, int64_t lda, int64_t na, const float* b, int64_t l
               int64_t ldo);
 void axpy_tile(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y, int64_t ldy,
                int64_t n);
+void dot_tile_avx512(const float* a, int64_t lda, int64_t na, const float* b, int64_t ldb, int64_t nb, int64_t n,
+                     float* out, int64_t ldo);
+void axpy_tile_avx512(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y,
+                      int64_t ldy, int64_t n);
 }  // namespace avx2
 
 namespace {
@@ -27,10 +31,12 @@ constexpr KernelTable kAvx2 = {avx2::matmul_rows,     avx2::matmul_t_cols,  avx2
 // The same with the integer-dot product on AVX-VNNI (same bits).
 constexpr KernelTable kAvx2Vnni = {avx2::matmul_rows,     avx2::matmul_t_cols,       avx2::dot,      avx2::axpy,
                                    avx2::quantize_q8_row, avx2::matmul_q8_rows_vnni, avx2::dot_tile, avx2::axpy_tile};
-// And with the integer-dot product on AVX-512 VNNI, and INT4's exact-path
-// decode products on AVX-512 (matmul_int4_avx512.cpp; same bits).
-constexpr KernelTable kAvx512 = {avx2::matmul_rows_avx512, avx2::matmul_t_cols_avx512, avx2::dot, avx2::axpy,
-                                 avx2::quantize_q8_row, avx2::matmul_q8_rows_avx512, avx2::dot_tile, avx2::axpy_tile};
+// And with the integer-dot product on AVX-512 VNNI, the exact path's decode
+// products and attention's tiles on AVX-512 (matmul_int4_avx512.cpp,
+// matmul_t_avx512.cpp, attention_tiles_avx512.cpp; same bits).
+constexpr KernelTable kAvx512 = {avx2::matmul_rows_avx512,       avx2::matmul_t_cols_avx512, avx2::dot,
+                                 avx2::axpy,                     avx2::quantize_q8_row,      avx2::matmul_q8_rows_avx512,
+                                 avx2::dot_tile_avx512,          avx2::axpy_tile_avx512};
 }  // namespace
 
 const KernelTable* avx2_kernel_table() { return &kAvx2; }

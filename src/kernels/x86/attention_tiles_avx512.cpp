@@ -1,0 +1,191 @@
+// AVX-512 dot_tile / axpy_tile for the avx512 table: attention over a cache
+// block as 512-bit register tiles, each output with exactly the bits of
+// avx2::dot / axpy (the table's own dot and axpy).
+//
+// Why: at long context attention is compute-bound (bench_attention: 15 FLOP
+// per cache byte at 16 heads), and the AVX2 tiles issue 256-bit FMAs. A core
+// with full-width AVX-512 (Zen 5 here) does twice the multiply-adds per
+// 512-bit FMA; one with two 256-bit passes (Zen 4) at least frees the
+// registers for larger tiles (32 zmm: 24 accumulators).
+//
+// Bits. avx2::dot keeps acc0 over columns 16k..16k+7 (and one more 8-column
+// step) and acc1 over 16k+8..16k+15, then hsum(acc0 + acc1) and the tail in
+// order. One zmm over columns 16k..16k+15 holds acc0 in its low half and acc1
+// in its high half, with the same FMA per lane; the odd 8-column step is a
+// masked FMA on the low half; the halves are added and reduced by the same
+// hsum. axpy is elementwise (y = fma(p, x, y) per element, positions in
+// order), so any vector width gives its bits. tests/kernels compares every
+// tile and edge with the loops over dot and axpy bit for bit.
+//
+// Built with AVX-512 flags; runs only after the CPUID check (cpu_has_avx512_vnni).
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 reads the "undefined" source of its own extract intrinsics as
+// possibly uninitialized; every value here is set before use.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/x86/avx2_formats.hpp"
+
+namespace trillion::avx2 {
+
+namespace {
+
+// out[i * ldo + j] = dot(a_i, b_j) for i < A, j < B. The accumulators are a
+// fully unrolled array (the loops have constant bounds). Each 16-column step
+// also prefetches B lines from `next`: the rows of b the next tile reads, which
+// follow these when b's rows are contiguous (the cache block's are), so the
+// first head group's pass over a block from memory does not wait on each
+// line. `next` is an integer: past b it is never dereferenced.
+template <int A, int B>
+__attribute__((always_inline)) inline void dot_block(const float* a, int64_t lda, const float* b, int64_t ldb,
+                                                     int64_t n, float* out, int64_t ldo, uintptr_t next) {
+  const int64_t n16 = n / 16 * 16;
+  __m512 t[A][B];
+#pragma GCC unroll 8
+  for (int i = 0; i < A; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < B; ++j) t[i][j] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < n16; c += 16, next += B * 64) {
+#pragma GCC unroll 8
+    for (int j = 0; j < B; ++j) _mm_prefetch(reinterpret_cast<const char*>(next + 64 * j), _MM_HINT_T0);
+    __m512 av[A];
+#pragma GCC unroll 8
+    for (int i = 0; i < A; ++i) av[i] = _mm512_loadu_ps(a + i * lda + c);
+#pragma GCC unroll 8
+    for (int j = 0; j < B; ++j) {
+      const __m512 bv = _mm512_loadu_ps(b + j * ldb + c);
+#pragma GCC unroll 8
+      for (int i = 0; i < A; ++i) t[i][j] = _mm512_fmadd_ps(av[i], bv, t[i][j]);
+    }
+  }
+  int64_t tail = n16;
+  if (n - n16 >= 8) {  // dot's odd 8-column step, into acc0 (the low half) only
+    const __mmask16 lo = 0x00FF;
+    __m512 av[A];
+#pragma GCC unroll 8
+    for (int i = 0; i < A; ++i) av[i] = _mm512_maskz_loadu_ps(lo, a + i * lda + n16);
+#pragma GCC unroll 8
+    for (int j = 0; j < B; ++j) {
+      const __m512 bv = _mm512_maskz_loadu_ps(lo, b + j * ldb + n16);
+#pragma GCC unroll 8
+      for (int i = 0; i < A; ++i) t[i][j] = _mm512_mask3_fmadd_ps(av[i], bv, t[i][j], lo);
+    }
+    tail += 8;
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < A; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < B; ++j) {
+      const __m256 acc0 = _mm512_castps512_ps256(t[i][j]);
+      const __m256 acc1 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t[i][j]), 1));
+      float s = hsum(_mm256_add_ps(acc0, acc1));
+      for (int64_t k = tail; k < n; ++k) s += a[i * lda + k] * b[j * ldb + k];
+      out[i * ldo + j] = s;
+    }
+}
+
+// Rows of a [0, A) against every row of b: B positions at a time, then the
+// leftover positions one tile narrower at a time.
+template <int A, int B>
+void dot_rows(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t nb, int64_t n, float* out,
+              int64_t ldo) {
+  int64_t j = 0;
+  for (; j + B <= nb; j += B)
+    dot_block<A, B>(a, lda, b + j * ldb, ldb, n, out + j, ldo, reinterpret_cast<uintptr_t>(b) + uintptr_t((j + B) * ldb) * 4);
+  if constexpr (B > 1) {
+    if (j < nb) dot_rows<A, B - 1>(a, lda, b + j * ldb, ldb, nb - j, n, out + j, ldo);
+  }
+}
+
+// Columns [0, 16C) of y rows i < A: for each position j in order,
+// y_i = fma(p_ij, x_j, y_i) (axpy's operation per element).
+template <int A, int C>
+__attribute__((always_inline)) inline void axpy_block(const float* p, int64_t ldp, const float* x, int64_t ldx,
+                                                      int64_t nb, float* y, int64_t ldy) {
+  __m512 acc[A][C];
+#pragma GCC unroll 8
+  for (int i = 0; i < A; ++i)
+#pragma GCC unroll 8
+    for (int k = 0; k < C; ++k) acc[i][k] = _mm512_loadu_ps(y + i * ldy + 16 * k);
+  for (int64_t j = 0; j < nb; ++j) {
+    __m512 xv[C];
+#pragma GCC unroll 8
+    for (int k = 0; k < C; ++k) xv[k] = _mm512_loadu_ps(x + j * ldx + 16 * k);
+#pragma GCC unroll 8
+    for (int i = 0; i < A; ++i) {
+      const __m512 pv = _mm512_set1_ps(p[i * ldp + j]);
+#pragma GCC unroll 8
+      for (int k = 0; k < C; ++k) acc[i][k] = _mm512_fmadd_ps(pv, xv[k], acc[i][k]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < A; ++i)
+#pragma GCC unroll 8
+    for (int k = 0; k < C; ++k) _mm512_storeu_ps(y + i * ldy + 16 * k, acc[i][k]);
+}
+
+// Every row of y, columns [0, 16C): A rows at a time while the columns'
+// slice of x (nb x 16C floats) stays in L1, then the leftover rows.
+template <int A, int C>
+void axpy_columns(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y,
+                  int64_t ldy) {
+  int64_t i = 0;
+  for (; i + A <= na; i += A) axpy_block<A, C>(p + i * ldp, ldp, x, ldx, nb, y + i * ldy, ldy);
+  if constexpr (A > 1) {
+    if (i < na) axpy_columns<A - 1, C>(p + i * ldp, ldp, na - i, x, ldx, nb, y + i * ldy, ldy);
+  }
+}
+
+// 8 columns of y rows [0, na) (the last 8-wide step before axpy's scalar tail).
+void axpy_8(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y,
+            int64_t ldy) {
+  for (int64_t i = 0; i < na; ++i) {
+    __m256 acc = _mm256_loadu_ps(y + i * ldy);
+    for (int64_t j = 0; j < nb; ++j) acc = _mm256_fmadd_ps(_mm256_set1_ps(p[i * ldp + j]), _mm256_loadu_ps(x + j * ldx), acc);
+    _mm256_storeu_ps(y + i * ldy, acc);
+  }
+}
+
+}  // namespace
+
+// Scores: 4 heads x 6 positions (24 accumulators, 10 loads per 24 FMAs).
+void dot_tile_avx512(const float* a, int64_t lda, int64_t na, const float* b, int64_t ldb, int64_t nb, int64_t n,
+                     float* out, int64_t ldo) {
+  int64_t i = 0;
+  for (; i + 4 <= na; i += 4) dot_rows<4, 6>(a + i * lda, lda, b, ldb, nb, n, out + i * ldo, ldo);
+  switch (na - i) {
+    case 3: dot_rows<3, 6>(a + i * lda, lda, b, ldb, nb, n, out + i * ldo, ldo); break;
+    case 2: dot_rows<2, 6>(a + i * lda, lda, b, ldb, nb, n, out + i * ldo, ldo); break;
+    case 1: dot_rows<1, 6>(a + i * lda, lda, b, ldb, nb, n, out + i * ldo, ldo); break;
+    default: break;
+  }
+}
+
+// Weighted sums: 6 heads x 64 columns (24 accumulators, 4 loads and 6
+// broadcasts per 24 FMAs) while the block's positions go by.
+void axpy_tile_avx512(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y,
+                      int64_t ldy, int64_t n) {
+  const int64_t n16 = n / 16 * 16;
+  int64_t c = 0;
+  for (; c + 64 <= n16; c += 64) axpy_columns<6, 4>(p, ldp, na, x + c, ldx, nb, y + c, ldy);
+  switch ((n16 - c) / 16) {
+    case 3: axpy_columns<6, 3>(p, ldp, na, x + c, ldx, nb, y + c, ldy); break;
+    case 2: axpy_columns<6, 2>(p, ldp, na, x + c, ldx, nb, y + c, ldy); break;
+    case 1: axpy_columns<6, 1>(p, ldp, na, x + c, ldx, nb, y + c, ldy); break;
+    default: break;
+  }
+  c = n16;
+  if (n - c >= 8) {
+    axpy_8(p, ldp, na, x + c, ldx, nb, y + c, ldy);
+    c += 8;
+  }
+  for (int64_t i = 0; i < na; ++i)  // axpy's scalar tail, position by position
+    for (int64_t j = 0; j < nb; ++j)
+      for (int64_t k = c; k < n; ++k) y[i * ldy + k] = std::fma(p[i * ldp + j], x[j * ldx + k], y[i * ldy + k]);
+}
+
+}  // namespace trillion::avx2
