@@ -39,8 +39,11 @@ struct KernelTable {
   // of this table's dot / axpy (tile_loops.hpp defines them as loops):
   //   out[i*ldo + j] = dot(a + i*lda, b + j*ldb, n)       for i < na, j < nb;
   //   for i < na, j < nb in order: axpy(p[i*ldp + j], x + j*ldx, y + i*ldy, n).
+  // b_next (may be null) is a hint: where the b of the caller's next dot_tile
+  // starts (same ldb and nb), for a kernel to prefetch while it computes;
+  // never dereferenced, no effect on any output.
   void (*dot_tile)(const float* a, int64_t lda, int64_t na, const float* b, int64_t ldb, int64_t nb, int64_t n,
-                   float* out, int64_t ldo);
+                   float* out, int64_t ldo, const float* b_next);
   void (*axpy_tile)(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y,
                     int64_t ldy, int64_t n);
 };

@@ -63,8 +63,8 @@ float dot(const float* a, const float* b, int64_t n) { return active_kernel_tabl
 void axpy(float alpha, const float* x, float* y, int64_t n) { active_kernel_table().axpy(alpha, x, y, n); }
 
 void dot_tile(const float* a, int64_t lda, int64_t na, const float* b, int64_t ldb, int64_t nb, int64_t n, float* out,
-              int64_t ldo) {
-  active_kernel_table().dot_tile(a, lda, na, b, ldb, nb, n, out, ldo);
+              int64_t ldo, const float* b_next) {
+  active_kernel_table().dot_tile(a, lda, na, b, ldb, nb, n, out, ldo, b_next);
 }
 
 void axpy_tile(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y, int64_t ldy,

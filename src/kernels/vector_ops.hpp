@@ -46,8 +46,9 @@ void axpy(float alpha, const float* x, float* y, int64_t n);  // y[i] += alpha *
 // bits (register-tiled where the path has a tiled kernel):
 //   out[i*ldo + j] = dot(a + i*lda, b + j*ldb, n)                  i < na, j < nb
 //   for i < na, j < nb in order: axpy(p[i*ldp + j], x + j*ldx, y + i*ldy, n)
+// b_next: where the next call's b starts, a prefetch hint (kernel_table.hpp).
 void dot_tile(const float* a, int64_t lda, int64_t na, const float* b, int64_t ldb, int64_t nb, int64_t n, float* out,
-              int64_t ldo);
+              int64_t ldo, const float* b_next = nullptr);
 void axpy_tile(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y, int64_t ldy,
                int64_t n);
 

@@ -45,8 +45,13 @@ void run_item(const MlaShape& s, const KvCache& cache, int64_t layer, const Batc
     const float* k_pe = cache.k_pe_block(row.slot, layer, int32_t(b0));  // [kBlock, rope]
     const int64_t nb = std::min(kBlock, it.j1 - b0);
     float* out = &sc[size_t(b0 - it.j0)];
-    dot_tile(ql, n * r, H, c_kv, r, nb, r, out, kMlaChunk);
-    dot_tile(qp, pe_head, H, k_pe, rope, nb, rope, pe, kBlock);
+    // The chunk's next block, for the tiles to prefetch while they compute
+    // (blocks come from a pool: not contiguous).
+    const bool more = b0 + kBlock < it.j1;
+    const float* c_kv_next = more ? cache.c_kv_block(row.slot, layer, int32_t(b0 + kBlock)) : nullptr;
+    const float* k_pe_next = more ? cache.k_pe_block(row.slot, layer, int32_t(b0 + kBlock)) : nullptr;
+    dot_tile(ql, n * r, H, c_kv, r, nb, r, out, kMlaChunk, c_kv_next);
+    dot_tile(qp, pe_head, H, k_pe, rope, nb, rope, pe, kBlock, k_pe_next);
     for (int64_t h = 0; h < H; ++h)
       for (int64_t j = 0; j < nb; ++j) out[h * kMlaChunk + j] = (out[h * kMlaChunk + j] + pe[h * kBlock + j]) * s.scale;
   }

@@ -114,7 +114,7 @@ void test_tiles(KernelIsa isa) {
         const int64_t ld = n + 3;
         auto a = random_floats(na * ld, 51), b = random_floats(nb * ld, 52), p = random_floats(na * nb, 53);
         std::vector<float> got(size_t(na * nb)), want(got.size());
-        k.dot_tile(a.data(), ld, na, b.data(), ld, nb, n, got.data(), nb);
+        k.dot_tile(a.data(), ld, na, b.data(), ld, nb, n, got.data(), nb, b.data());
         for (int64_t i = 0; i < na; ++i)
           for (int64_t j = 0; j < nb; ++j) want[size_t(i * nb + j)] = k.dot(&a[size_t(i * ld)], &b[size_t(j * ld)], n);
         check(same_bits(got.data(), want.data(), got.size()), "dot_tile bits", to_string(isa), MatFormat::F32, na, nb, n);

@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(dot_and_axpy_tiles_have_the_loops_bits) {
           const int64_t lda = n + 3, ldb = n + 5, ldo = nb + 2;
           auto a = random_floats(na * lda, 41), b = random_floats(nb * ldb, 42);
           std::vector<float> got(size_t(na * ldo), -7.0f), want = got;
-          k.dot_tile(a.data(), lda, na, b.data(), ldb, nb, n, got.data(), ldo);
+          k.dot_tile(a.data(), lda, na, b.data(), ldb, nb, n, got.data(), ldo, nb > 1 ? &b[size_t(ldb)] : nullptr);
           for (int64_t i = 0; i < na; ++i)
             for (int64_t j = 0; j < nb; ++j) want[size_t(i * ldo + j)] = k.dot(&a[size_t(i * lda)], &b[size_t(j * ldb)], n);
           BOOST_TEST(got == want, boost::test_tools::per_element());  // padding untouched too

@@ -94,7 +94,7 @@ void axpy_block_4x16(const float* p, int64_t ldp, const float* x, int64_t ldx, i
 }  // namespace
 
 void dot_tile(const float* a, int64_t lda, int64_t na, const float* b, int64_t ldb, int64_t nb, int64_t n, float* out,
-              int64_t ldo) {
+              int64_t ldo, const float* /*b_next: not used yet (not timed on arm64 hardware)*/) {
   const int64_t na3 = na / 3 * 3, nb4 = nb / 4 * 4;
   for (int64_t i = 0; i < na3; i += 3)
     for (int64_t j = 0; j < nb4; j += 4) dot_block_3x4(a + i * lda, lda, b + j * ldb, ldb, n, out + i * ldo + j, ldo);

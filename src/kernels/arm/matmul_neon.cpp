@@ -113,7 +113,7 @@ void axpy(float alpha, const float* x, float* y, int64_t n);
 void quantize_q8_row(const float* x, int64_t cols, int8_t* q, float* d);
 void matmul_q8_rows(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1);
 void dot_tile(const float* a, int64_t lda, int64_t na, const float* b, int64_t ldb, int64_t nb, int64_t n, float* out,
-              int64_t ldo);
+              int64_t ldo, const float* b_next);
 void axpy_tile(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y, int64_t ldy,
                int64_t n);
 }  // namespace neon

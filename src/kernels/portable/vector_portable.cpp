@@ -28,7 +28,7 @@ void portable_axpy(float alpha, const float* x, float* y, int64_t n) {
 }
 
 void portable_dot_tile(const float* a, int64_t lda, int64_t na, const float* b, int64_t ldb, int64_t nb, int64_t n,
-                       float* out, int64_t ldo) {
+                       float* out, int64_t ldo, const float* /*b_next: no prefetching here*/) {
   dot_tile_loop(portable_dot, a, lda, na, b, ldb, nb, n, out, ldo);
 }
 

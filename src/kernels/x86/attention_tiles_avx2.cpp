@@ -169,7 +169,7 @@ void axpy_columns(const float* p, int64_t ldp, int64_t na, const float* x, int64
 }  // namespace
 
 void dot_tile(const float* a, int64_t lda, int64_t na, const float* b, int64_t ldb, int64_t nb, int64_t n, float* out,
-              int64_t ldo) {
+              int64_t ldo, const float* /*b_next: the AVX-512 tile's prefetch, not measured here*/) {
   int64_t i = 0;
   for (; i + 3 <= na; i += 3) dot_rows<3>(a + i * lda, lda, b, ldb, nb, n, out + i * ldo, ldo);
   if (na - i == 2) dot_rows<2>(a + i * lda, lda, b, ldb, nb, n, out + i * ldo, ldo);

@@ -16,11 +16,11 @@ void matmul_q8_rows(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, i
 void matmul_q8_rows_vnni(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1);
 void matmul_q8_rows_avx512(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1);
 void dot_tile(const float* a, int64_t lda, int64_t na, const float* b, int64_t ldb, int64_t nb, int64_t n, float* out,
-              int64_t ldo);
+              int64_t ldo, const float* b_next);
 void axpy_tile(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y, int64_t ldy,
                int64_t n);
 void dot_tile_avx512(const float* a, int64_t lda, int64_t na, const float* b, int64_t ldb, int64_t nb, int64_t n,
-                     float* out, int64_t ldo);
+                     float* out, int64_t ldo, const float* b_next);
 void axpy_tile_avx512(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y,
                       int64_t ldy, int64_t n);
 }  // namespace avx2
