@@ -1,7 +1,5 @@
 #include "calibrate/memory_probe.hpp"
 
-#include "kernels/kernel_table.hpp"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +7,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "kernels/kernel_table.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -5,8 +5,8 @@
 // Why: at long context attention is compute-bound (bench_attention: 15 FLOP
 // per cache byte at 16 heads), and the AVX2 tiles issue 256-bit FMAs. A core
 // with full-width AVX-512 (Zen 5 here) does twice the multiply-adds per
-// 512-bit FMA; one with two 256-bit passes (Zen 4) at least frees the
-// registers for larger tiles (32 zmm: 24 accumulators).
+// 512-bit FMA; on one with two 256-bit passes (Zen 4) only the larger tiles
+// (32 zmm: 24 accumulators) could help, and they have not been timed there.
 //
 // Bits. avx2::dot keeps acc0 over columns 16k..16k+7 (and one more 8-column
 // step) and acc1 over 16k+8..16k+15, then hsum(acc0 + acc1) and the tail in
