@@ -46,6 +46,8 @@ struct KernelTable {
                    float* out, int64_t ldo, const float* b_next);
   void (*axpy_tile)(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y,
                     int64_t ldy, int64_t n);
+  // y[i] = exp_f32(x[i]) (expf.hpp: glibc's expf, bit for bit) for i < n; y may alias x.
+  void (*exp_each)(const float* x, float* y, int64_t n);
 };
 
 const KernelTable& portable_kernel_table();

@@ -1,8 +1,10 @@
 #include "kernels/vector_ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/numeric.hpp"
+#include "kernels/expf.hpp"
 #include "kernels/kernel_table.hpp"
 
 namespace trillion {
@@ -26,27 +28,49 @@ void rmsnorm(const float* x, const VecView& w, double eps, float* out) {
   }
 }
 
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float sigmoid(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
 
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
+float silu(float x) { return x / (1.0f + exp_f32(-x)); }
+
+void exp_each(const float* x, float* y, int64_t n) { active_kernel_table().exp_each(x, y, n); }
 
 void swiglu(const float* gate, const float* up, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = silu(gate[i]) * up[i];
+  // silu's operations, exp a block at a time through the vector kernel.
+  constexpr int64_t kBlock = 256;
+  float e[kBlock];
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    const int64_t m = std::min(kBlock, n - i0);
+    for (int64_t i = 0; i < m; ++i) e[i] = -gate[i0 + i];
+    exp_each(e, e, m);
+    for (int64_t i = 0; i < m; ++i) out[i0 + i] = gate[i0 + i] / (1.0f + e[i]) * up[i0 + i];
+  }
 }
 
-void softmax_stats(float* x, int64_t n, float& max, double& sum) {
-  float mx = x[0];
-  for (int64_t i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
-  double s = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - mx);
-    s += x[i];
+void softmax_stats_rows(float* x, int64_t ld, int64_t rows, int64_t n, float* max, double* sum) {
+  const KernelTable& k = active_kernel_table();
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = x + r * ld;
+    float mx = row[0];
+    for (int64_t i = 1; i < n; ++i) mx = row[i] > mx ? row[i] : mx;
+    for (int64_t i = 0; i < n; ++i) row[i] -= mx;
+    k.exp_each(row, row, n);
+    max[r] = mx;
+    sum[r] = 0.0;
   }
-  const double inv = 1.0 / s;
-  for (int64_t i = 0; i < n; ++i) x[i] = float(double(x[i]) * inv);
-  max = mx;
-  sum = s;
+  // Each row's sum in index order, as one chain per row; the rows' chains
+  // interleaved a column at a time, so the adds of different rows overlap
+  // instead of each waiting out the latency of the last (a row's bits do not
+  // change: its own adds keep their order).
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t r = 0; r < rows; ++r) sum[r] += double(x[r * ld + i]);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = x + r * ld;
+    const double inv = 1.0 / sum[r];
+    for (int64_t i = 0; i < n; ++i) row[i] = float(double(row[i]) * inv);
+  }
 }
+
+void softmax_stats(float* x, int64_t n, float& max, double& sum) { softmax_stats_rows(x, n, 1, n, &max, &sum); }
 
 void softmax(float* x, int64_t n) {
   float mx;

@@ -22,8 +22,12 @@ struct VecView {
 // out may alias x.
 void rmsnorm(const float* x, const VecView& w, double eps, float* out);
 
+// exp is exp_f32 (expf.hpp: glibc's expf, the same bits on every path and platform).
 float sigmoid(float x);   // 1 / (1 + exp(-x))
 float silu(float x);      // x / (1 + exp(-x))
+
+// y[i] = exp_f32(x[i]) for i < n, vectorized where the path can (y may alias x).
+void exp_each(const float* x, float* y, int64_t n);
 
 // out[i] = silu(gate[i]) * up[i]. out may alias gate or up.
 void swiglu(const float* gate, const float* up, int64_t n, float* out);
@@ -34,6 +38,9 @@ void softmax(float* x, int64_t n);
 // softmax() that also returns the row's max and its sum of exponentials (what
 // a chunked attention needs to merge chunks); the same bits in x.
 void softmax_stats(float* x, int64_t n, float& max, double& sum);
+// softmax_stats of rows x + r * ld (r < rows, n >= 1 each) into max[r] and
+// sum[r]: each row's bits are softmax_stats' (faster than a call per row).
+void softmax_stats_rows(float* x, int64_t ld, int64_t rows, int64_t n, float* max, double* sum);
 
 // y[i] += x[i].
 void add(float* y, const float* x, int64_t n);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/expf.hpp"
 #include "kernels/vector_ops.hpp"
 
 namespace trillion {
@@ -58,7 +59,7 @@ void run_item(const MlaShape& s, const KvCache& cache, int64_t layer, const Batc
   // Normalized within the chunk by vector_ops' own softmax, so a row of one
   // chunk (<= kMlaChunk positions) keeps the bits it had when attention went
   // head by head.
-  for (int64_t h = 0; h < H; ++h) softmax_stats(&sc[size_t(h * kMlaChunk)], len, m[h], l[h]);
+  softmax_stats_rows(sc.data(), kMlaChunk, H, len, m, l);
   std::fill_n(acc, H * r, 0.0f);
   for (int64_t b0 = it.j0; b0 < it.j1; b0 += kBlock) {
     const float* c_kv = cache.c_kv_block(row.slot, layer, int32_t(b0));
@@ -75,7 +76,7 @@ void merge_row(const MlaShape& s, const Partials& P, int64_t c0, int64_t c1, int
     float M = P.m[size_t(c0 * H + h)];
     for (int64_t c = c0 + 1; c < c1; ++c) M = std::max(M, P.m[size_t(c * H + h)]);
     double L = 0.0;
-    for (int64_t c = c0; c < c1; ++c) L += double(std::exp(P.m[size_t(c * H + h)] - M)) * P.l[size_t(c * H + h)];
+    for (int64_t c = c0; c < c1; ++c) L += double(exp_f32(P.m[size_t(c * H + h)] - M)) * P.l[size_t(c * H + h)];
     float* out = ctx + (h * n + t) * r;
     if (c1 - c0 == 1) {  // one chunk: its convex combination is the row's
       std::copy_n(&P.acc[size_t((c0 * H + h) * r)], r, out);
@@ -83,7 +84,7 @@ void merge_row(const MlaShape& s, const Partials& P, int64_t c0, int64_t c1, int
     }
     std::fill_n(out, r, 0.0f);
     for (int64_t c = c0; c < c1; ++c) {  // chunk c's share of the softmax mass
-      const float w = float(double(std::exp(P.m[size_t(c * H + h)] - M)) * P.l[size_t(c * H + h)] / L);
+      const float w = float(double(exp_f32(P.m[size_t(c * H + h)] - M)) * P.l[size_t(c * H + h)] / L);
       axpy(w, &P.acc[size_t((c * H + h) * r)], out, r);
     }
   }

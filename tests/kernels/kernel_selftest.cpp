@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "kernels/kernel_table.hpp"
 #include "kernels/matmul.hpp"
 #include "isa_report.hpp"
 #include "kernel_checks.hpp"
+#include "exp_checks.hpp"
 #include "q8_checks.hpp"
 #include "random_matrix.hpp"
 
@@ -132,6 +134,14 @@ int main() {
   for (KernelIsa isa : available_isas())
     for (const MatmulShape& c : kMatmulShapes) test_case(isa, c);
   for (KernelIsa isa : available_isas()) test_tiles(isa);
+  // exp: accuracy, every path's bits (every 65521st float: quick under qemu).
+  auto exp_check = [](const std::string& misses, const char* what) {
+    if (misses.empty()) return void(++passed);
+    ++failed;
+    std::printf("FAIL %s: %s\n", what, misses.c_str());
+  };
+  exp_check(exp_accuracy_misses(65521), "exp_f32 accuracy");
+  for (KernelIsa isa : available_isas()) exp_check(exp_path_misses(isa, 65521), "exp path bits");
   int q8_checks = 0;
   const std::vector<std::string> q8 = q8_failures(&q8_checks);  // the integer-dot path
   for (const std::string& f : q8) std::printf("FAIL %s\n", f.c_str());

@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "common/numeric.hpp"
+#include "exp_checks.hpp"
+#include "kernel_checks.hpp"
+#include "kernels/expf.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/vector_ops.hpp"
 #include "random_matrix.hpp"
@@ -57,6 +60,77 @@ BOOST_AUTO_TEST_CASE(activations_match_float64) {
   for (size_t i = 0; i < 37; ++i) {
     const double want = double(g[i]) / (1.0 + std::exp(-double(g[i]))) * up[i];
     BOOST_TEST(std::fabs(out[i] - want) <= 10 * u * std::fabs(want) + 1e-30);
+  }
+  // The vectorized swiglu has the bits of silu(g) * up, element by element,
+  // across its blocks and in place.
+  auto g2 = random_floats(1000, 38, -100.0f, 100.0f), up2 = random_floats(1000, 40);
+  std::vector<float> out2 = g2;
+  swiglu(out2.data(), up2.data(), 1000, out2.data());
+  for (size_t i = 0; i < 1000; ++i) {
+    const float want = silu(g2[i]) * up2[i];
+    BOOST_TEST(same_bits(&out2[i], &want, 1), "i=" << i);
+  }
+}
+
+// exp_f32 (glibc's expf algorithm) and every path's vectorized exp, over
+// every 4093rd float bit pattern and the special cases' edges.
+constexpr uint32_t kExpStride = 4093;
+
+BOOST_AUTO_TEST_CASE(exp_f32_within_an_ulp_of_float64) {
+  const std::string misses = exp_accuracy_misses(kExpStride);
+  BOOST_TEST(misses.empty(), misses);
+}
+
+BOOST_AUTO_TEST_CASE(exp_every_path_has_exp_f32s_bits) {
+  for (KernelIsa isa : kAllKernelIsas) {
+    if (!kernel_isa_available(isa)) continue;
+    const std::string misses = exp_path_misses(isa, kExpStride);
+    BOOST_TEST(misses.empty(), misses);
+  }
+}
+
+// Where std::exp is the computation exp_f32 follows (glibc's FMA build),
+// the two agree bit for bit; elsewhere there is nothing to compare with, and
+// the test says so (the accuracy test above still holds exp_f32 to float64).
+BOOST_AUTO_TEST_CASE(exp_f32_is_glibcs_expf) {
+  std::string why_not;
+  if (!libm_expf_is_glibc_fma(why_not)) {
+    BOOST_TEST_MESSAGE("exp_f32 vs std::exp not compared: " << why_not);
+    return;
+  }
+  const std::string misses = exp_libm_misses(kExpStride);
+  BOOST_TEST(misses.empty(), misses);
+}
+
+// The same three over all 2^32 floats (a few minutes; not in the suite):
+// build/tests/test_kernels --run_test=exp_on_every_float
+BOOST_AUTO_TEST_CASE(exp_on_every_float, *boost::unit_test::disabled()) {
+  BOOST_TEST(exp_accuracy_misses(1).empty());
+  for (KernelIsa isa : kAllKernelIsas)
+    if (kernel_isa_available(isa)) BOOST_TEST(exp_path_misses(isa, 1).empty(), to_string(isa));
+  std::string why_not;
+  if (libm_expf_is_glibc_fma(why_not)) BOOST_TEST(exp_libm_misses(1).empty());
+  else BOOST_TEST_MESSAGE("exp_f32 vs std::exp not compared: " << why_not);
+}
+
+// A row's bits are softmax_stats' whether it goes alone or among others.
+BOOST_AUTO_TEST_CASE(softmax_rows_have_softmax_stats_bits) {
+  for (int64_t n : {1, 2, 9, 33, 300}) {
+    const int64_t rows = 7, ld = n + 5;
+    auto x = random_floats(rows * ld, 39, -30.0f, 30.0f);
+    std::vector<float> one = x, max(rows);
+    std::vector<double> sum(rows);
+    softmax_stats_rows(x.data(), ld, rows, n, max.data(), sum.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      float m1;
+      double s1;
+      softmax_stats(&one[size_t(r * ld)], n, m1, s1);
+      BOOST_TEST_CONTEXT("n=" << n << " row " << r) {
+        BOOST_TEST(m1 == max[size_t(r)]);
+        BOOST_TEST(s1 == sum[size_t(r)]);
+        for (int64_t i = 0; i < ld; ++i) BOOST_TEST(same_bits(&one[size_t(r * ld + i)], &x[size_t(r * ld + i)], 1));
+      }
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 // (lo + hi), then lanes (0+2)+(1+3); then the columns past the last multiple
 // of 8 (summed in order, times their scale) added last.
 #include "kernels/arm/neon_formats.hpp"
+#include "kernels/expf.hpp"
 #include "kernels/kernel_table.hpp"
 
 namespace trillion {
@@ -120,7 +121,8 @@ void axpy_tile(const float* p, int64_t ldp, int64_t na, const float* x, int64_t 
 
 const KernelTable* neon_kernel_table() {
   static constexpr KernelTable table = {neon::matmul_rows,     neon::matmul_t_cols, neon::dot,      neon::axpy,
-                                        neon::quantize_q8_row, neon::matmul_q8_rows, neon::dot_tile, neon::axpy_tile};
+                                        neon::quantize_q8_row, neon::matmul_q8_rows, neon::dot_tile, neon::axpy_tile,
+                                        exp_f32_each};  // scalar: double lanes are only 2 wide here
   return &table;
 }
 

@@ -1,4 +1,5 @@
 // Portable dot/axpy and the portable kernel table.
+#include "kernels/expf.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/tile_loops.hpp"
 
@@ -38,7 +39,8 @@ void portable_axpy_tile(const float* p, int64_t ldp, int64_t na, const float* x,
 }
 
 constexpr KernelTable kPortable = {portable_matmul_rows,     portable_matmul_t_cols,  portable_dot,      portable_axpy,
-                                   portable_quantize_q8_row, portable_matmul_q8_rows, portable_dot_tile, portable_axpy_tile};
+                                   portable_quantize_q8_row, portable_matmul_q8_rows, portable_dot_tile, portable_axpy_tile,
+                                   exp_f32_each};
 
 }  // namespace
 

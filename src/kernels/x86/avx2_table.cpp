@@ -23,20 +23,24 @@ void dot_tile_avx512(const float* a, int64_t lda, int64_t na, const float* b, in
                      float* out, int64_t ldo, const float* b_next);
 void axpy_tile_avx512(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y,
                       int64_t ldy, int64_t n);
+void exp_each(const float* x, float* y, int64_t n);
+void exp_each_avx512(const float* x, float* y, int64_t n);
 }  // namespace avx2
 
 namespace {
 constexpr KernelTable kAvx2 = {avx2::matmul_rows,     avx2::matmul_t_cols,  avx2::dot,      avx2::axpy,
-                               avx2::quantize_q8_row, avx2::matmul_q8_rows, avx2::dot_tile, avx2::axpy_tile};
+                               avx2::quantize_q8_row, avx2::matmul_q8_rows, avx2::dot_tile, avx2::axpy_tile,
+                               avx2::exp_each};
 // The same with the integer-dot product on AVX-VNNI (same bits).
 constexpr KernelTable kAvx2Vnni = {avx2::matmul_rows,     avx2::matmul_t_cols,       avx2::dot,      avx2::axpy,
-                                   avx2::quantize_q8_row, avx2::matmul_q8_rows_vnni, avx2::dot_tile, avx2::axpy_tile};
+                                   avx2::quantize_q8_row, avx2::matmul_q8_rows_vnni, avx2::dot_tile, avx2::axpy_tile,
+                                   avx2::exp_each};
 // And with the integer-dot product on AVX-512 VNNI, the exact path's decode
 // products and attention's tiles on AVX-512 (matmul_int4_avx512.cpp,
-// matmul_t_avx512.cpp, attention_tiles_avx512.cpp; same bits).
+// matmul_t_avx512.cpp, attention_tiles_avx512.cpp, exp_avx512.cpp; same bits).
 constexpr KernelTable kAvx512 = {avx2::matmul_rows_avx512,       avx2::matmul_t_cols_avx512, avx2::dot,
                                  avx2::axpy,                     avx2::quantize_q8_row,      avx2::matmul_q8_rows_avx512,
-                                 avx2::dot_tile_avx512,          avx2::axpy_tile_avx512};
+                                 avx2::dot_tile_avx512,          avx2::axpy_tile_avx512,     avx2::exp_each_avx512};
 }  // namespace
 
 const KernelTable* avx2_kernel_table() { return &kAvx2; }
