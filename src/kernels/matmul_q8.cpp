@@ -97,6 +97,18 @@ void matmul_q8(const QMatrix& W, const Q8Rows& xq, float* y, ThreadPool& pool) {
   });
 }
 
+void matmul_q8_pair(const QMatrix& A, float* ya, const QMatrix& B, float* yb, const Q8Rows& xq, ThreadPool& pool) {
+  check_q8(A, xq);
+  check_q8(B, xq);
+  const KernelTable& k = active_kernel_table();
+  const int64_t ua = (A.rows + kRowTile - 1) / kRowTile, ub = (B.rows + kRowTile - 1) / kRowTile;
+  const int64_t grain = std::max<int64_t>(1, kMinWork / std::max<int64_t>(1, kRowTile * A.cols * xq.n));
+  pool.parallel_for(ua + ub, grain, [&](int64_t b, int64_t e) {
+    if (b < ua) k.matmul_q8_rows(A, xq, ya, A.rows, b * kRowTile, std::min(A.rows, std::min(e, ua) * kRowTile));
+    if (e > ua) k.matmul_q8_rows(B, xq, yb, B.rows, (std::max(b, ua) - ua) * kRowTile, std::min(B.rows, (e - ua) * kRowTile));
+  });
+}
+
 void matmul_q8_serial(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy) {
   check_q8(W, xq);
   active_kernel_table().matmul_q8_rows(W, xq, y, ldy, 0, W.rows);

@@ -80,6 +80,10 @@ void q8_pair_layout(Q8Rows& xq);
 
 // y[n, W.rows] = W . xq (xq.cols == W.cols), output rows split over the pool's threads.
 void matmul_q8(const QMatrix& W, const Q8Rows& xq, float* y, ThreadPool& pool);
+// ya = A . xq and yb = B . xq in one pool call (the rows of both split over
+// the threads as one list): one wait for the slower thread instead of two.
+// Each output's bits are matmul_q8's.
+void matmul_q8_pair(const QMatrix& A, float* ya, const QMatrix& B, float* yb, const Q8Rows& xq, ThreadPool& pool);
 
 // The same on the calling thread, output row stride ldy >= W.rows (same bits).
 void matmul_q8_serial(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy);

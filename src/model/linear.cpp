@@ -69,8 +69,7 @@ void linear_pair(const QMatrix& A, float* ya, const QMatrix& B, float* yb, const
   Q8Rows& xq = scratch();
   quantize_q8(x, n, A.cols, xq, f);
   if (pool) {
-    matmul_q8(A, xq, ya, *pool);
-    matmul_q8(B, xq, yb, *pool);
+    matmul_q8_pair(A, ya, B, yb, xq, *pool);
   } else {
     matmul_q8_serial(A, xq, ya, A.rows);
     matmul_q8_serial(B, xq, yb, B.rows);

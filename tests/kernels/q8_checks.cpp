@@ -1,5 +1,6 @@
 #include "q8_checks.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -234,20 +235,31 @@ void check_int8_extremes(Checker& check, KernelIsa isa) {
   check(ok, std::string("int8 weights -128 / 127 against activations +-127 [") + to_string(isa) + "]");
 }
 
-// The pool driver: any thread count gives the bits of one call.
+// The pool drivers: any thread count gives the bits of one call, and a pair
+// of matrices in one call the bits of each alone. 2048 columns, so the pool
+// splits the rows (a chunk is worth at least 2^17 multiply-adds), and the
+// pair's chunks straddle the two matrices.
 void check_threads(Checker& check) {
   for (MatFormat f : {MatFormat::INT8_G32, MatFormat::INT4_G32}) {
-    RandomMatrix W(f, 61, 96, 21);
-    const std::vector<float> x = random_floats(5 * 96, 22);
-    Q8Rows q;
-    quantize_q8(x.data(), 5, 96, q, f);
-    std::vector<float> serial(size_t(5 * 61)), y(serial.size());
-    active_kernel_table().matmul_q8_rows(W.view(), q, serial.data(), 61, 0, 61);
-    for (int threads : {1, 2, 3}) {
-      ThreadPool pool(threads);
-      matmul_q8(W.view(), q, y.data(), pool);
-      check(same_bits(y.data(), serial.data(), y.size()),
-            std::string("matmul_q8 bits vs serial [") + format_name(f) + " threads=" + std::to_string(threads) + "]");
+    for (int64_t cols : {96, 2048}) {
+      RandomMatrix A(f, 61, cols, 21), B(f, 37, cols, 23);
+      const std::vector<float> x = random_floats(5 * cols, 22);
+      Q8Rows q;
+      quantize_q8(x.data(), 5, cols, q, f);
+      std::vector<float> sa(size_t(5 * 61)), sb(size_t(5 * 37)), ya(sa.size()), yb(sb.size());
+      active_kernel_table().matmul_q8_rows(A.view(), q, sa.data(), 61, 0, 61);
+      active_kernel_table().matmul_q8_rows(B.view(), q, sb.data(), 37, 0, 37);
+      for (int threads : {1, 2, 3}) {
+        const std::string where = std::string(format_name(f)) + " cols=" + std::to_string(cols) +
+                                  " threads=" + std::to_string(threads) + "]";
+        ThreadPool pool(threads);
+        matmul_q8(A.view(), q, ya.data(), pool);
+        check(same_bits(ya.data(), sa.data(), ya.size()), "matmul_q8 bits vs serial [" + where);
+        std::fill(ya.begin(), ya.end(), -1.0f);
+        matmul_q8_pair(A.view(), ya.data(), B.view(), yb.data(), q, pool);
+        check(same_bits(ya.data(), sa.data(), ya.size()) && same_bits(yb.data(), sb.data(), yb.size()),
+              "matmul_q8_pair bits vs serial [" + where);
+      }
     }
   }
 }
