@@ -35,6 +35,34 @@ namespace trillion::avx2 {
 
 namespace {
 
+// hsum(lo + hi) of 16 accumulators q[0..15] (lo, hi: a zmm's 256-bit
+// halves, dot's acc0 and acc1) at once. hsum's tree halves the lanes at each
+// level (16 -> 8: lane i + lane i + 8; 8 -> 4: i + i + 4; 4 -> 2: i + i + 2;
+// 2 -> 1: 0 + 1); here each level adds the same pairs of lanes, two or more
+// outputs per add, their lanes brought side by side by shuffles: the same
+// bits with ~3 instructions per output instead of ~9 (the reduction of the
+// 64-column rope scores cost as much as their FMAs). Lane 4k + m of the
+// result is q[4m + k]'s sum.
+__attribute__((always_inline)) inline __m512 reduce16(const __m512 (&q)[16]) {
+  // 16 -> 8: chunks (0, 1) + (2, 3) of a and of b: [a's 8 | b's 8].
+  auto halve32 = [](__m512 a, __m512 b) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+  };
+  // 8 -> 4, on two of those: chunk 0 + chunk 1 of each output, 4 outputs' 4 lanes.
+  auto halve16 = [](__m512 a, __m512 b) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
+  };
+  // 4 -> 2 and 2 -> 1 within each 128-bit chunk, two chunks' outputs per add.
+  auto halve4 = [](__m512 a, __m512 b) { return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x44), _mm512_shuffle_ps(a, b, 0xEE)); };
+  auto halve2 = [](__m512 a, __m512 b) { return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xDD)); };
+  const __m512 u0 = halve32(q[0], q[1]), u1 = halve32(q[2], q[3]), u2 = halve32(q[4], q[5]), u3 = halve32(q[6], q[7]),
+               u4 = halve32(q[8], q[9]), u5 = halve32(q[10], q[11]), u6 = halve32(q[12], q[13]),
+               u7 = halve32(q[14], q[15]);
+  // v0's chunk k is q[k]'s 4 lanes, v1's q[4 + k]'s, ...
+  const __m512 v0 = halve16(u0, u1), v1 = halve16(u2, u3), v2 = halve16(u4, u5), v3 = halve16(u6, u7);
+  return halve2(halve4(v0, v1), halve4(v2, v3));
+}
+
 // out[i * ldo + j] = dot(a_i, b_j) for i < A, j < B. The accumulators are a
 // fully unrolled array (the loops have constant bounds). Each 16-column step
 // also prefetches Lines lines from `next` on (then moves past them): into L1
@@ -76,14 +104,24 @@ __attribute__((always_inline)) inline void dot_block(const float* a, int64_t lda
     }
     tail += 8;
   }
+  // Each output's hsum(acc0 + acc1), 16 outputs at a time (reduce16), the
+  // missing ones of the last 16 zero.
+  constexpr int N = A * B, G = (N + 15) / 16;
+  alignas(64) float sums[16 * G];
+#pragma GCC unroll 2
+  for (int g = 0; g < G; ++g) {
+    __m512 q[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) q[k] = 16 * g + k < N ? t[(16 * g + k) / B][(16 * g + k) % B] : _mm512_setzero_ps();
+    _mm512_store_ps(sums + 16 * g, reduce16(q));
+  }
 #pragma GCC unroll 8
   for (int i = 0; i < A; ++i)
 #pragma GCC unroll 8
     for (int j = 0; j < B; ++j) {
-      const __m256 acc0 = _mm512_castps512_ps256(t[i][j]);
-      const __m256 acc1 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t[i][j]), 1));
-      float s = hsum(_mm256_add_ps(acc0, acc1));
-      for (int64_t k = tail; k < n; ++k) s += a[i * lda + k] * b[j * ldb + k];
+      const int k = (i * B + j) % 16;
+      float s = sums[16 * ((i * B + j) / 16) + 4 * (k % 4) + k / 4];
+      for (int64_t c = tail; c < n; ++c) s += a[i * lda + c] * b[j * ldb + c];
       out[i * ldo + j] = s;
     }
 }
