@@ -4,10 +4,10 @@
 // their time in scalar expf calls (attention at long context, prefill), and
 // a vector exp of our own design changed results (a softmax tie row of the
 // int8 reference test flipped). This one is vectorized (kernel_table.hpp's
-// `exp`) with the same bits: on glibc x86-64 with FMA every float gives
+// `exp_each`) with the same bits: on glibc x86-64 with FMA every float gives
 // std::exp's bits (checked over all 2^32 floats: test_kernels'
-// exp_matches_libm_on_every_float, a documented long run), and every kernel
-// path of every platform gives these bits, whatever its libm.
+// exp_on_every_float, a documented long run), and every kernel path of every
+// platform gives these bits, whatever its libm.
 //
 // The algorithm: exp(x) = 2^(k/32) 2^(r/32), x 32/ln2 = k + r, |r| <= 1/2;
 // 2^(k/32) from a 32-entry table plus k/32 in the exponent field, 2^(r/32)
