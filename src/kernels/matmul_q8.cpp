@@ -87,6 +87,18 @@ void q8_pair_layout(Q8Rows& xq) {
   }
 }
 
+void q8_gather(const Q8Rows& src, const int64_t* rows, int64_t m, Q8Rows& out) {
+  resize(out, m, src.cols);
+  out.pairs = src.pairs;
+  out.pair.resize(size_t(m * src.pairs));
+  for (int64_t a = 0; a < m; ++a) {
+    const int64_t t = rows[a];
+    std::copy_n(src.row_q(t), src.groups * kQ8Group, out.q.data() + a * out.groups * kQ8Group);
+    std::copy_n(src.row_d(t), src.groups, out.d.data() + a * out.groups);
+    std::copy_n(src.row_pairs(t), src.pairs, out.pair.data() + a * out.pairs);
+  }
+}
+
 void matmul_q8(const QMatrix& W, const Q8Rows& xq, float* y, ThreadPool& pool) {
   check_q8(W, xq);
   const KernelTable& k = active_kernel_table();

@@ -78,6 +78,11 @@ void quantize_q8(const float* x, int64_t n, int64_t cols, Q8Rows& out,
 // Fills xq's pair layout from its q and d (what INT4_G32 products read).
 void q8_pair_layout(Q8Rows& xq);
 
+// out = rows[0..m) of src (q, d and, when src has it, the pair layout):
+// quantization is per row, so these are the bits quantize_q8 gives the
+// gathered float rows.
+void q8_gather(const Q8Rows& src, const int64_t* rows, int64_t m, Q8Rows& out);
+
 // y[n, W.rows] = W . xq (xq.cols == W.cols), output rows split over the pool's threads.
 void matmul_q8(const QMatrix& W, const Q8Rows& xq, float* y, ThreadPool& pool);
 // ya = A . xq and yb = B . xq in one pool call (the rows of both split over

@@ -51,9 +51,28 @@ void linear_serial(const QMatrix& W, const float* x, int64_t n, float* y, int64_
   matmul_q8_serial(W, xq, y, ldy);
 }
 
+bool pair_uses_int8(const QMatrix& A, const QMatrix& B, Activations a) {
+  return uses_int8(a, A) && uses_int8(a, B) && A.cols == B.cols;
+}
+
+// INT4 weights read the pair layout, INT8 the plain groups: quantizing for
+// INT4 gives both (the layout is added beside the same groups).
+MatFormat pair_quantize_format(const QMatrix& A, const QMatrix& B) {
+  return A.format == MatFormat::INT4_G32 ? A.format : B.format;
+}
+
+void linear_pair_q8(const QMatrix& A, float* ya, const QMatrix& B, float* yb, const Q8Rows& xq, ThreadPool* pool) {
+  if (pool) {
+    matmul_q8_pair(A, ya, B, yb, xq, *pool);
+  } else {
+    matmul_q8_serial(A, xq, ya, A.rows);
+    matmul_q8_serial(B, xq, yb, B.rows);
+  }
+}
+
 void linear_pair(const QMatrix& A, float* ya, const QMatrix& B, float* yb, const float* x, int64_t n, Activations a,
                  ThreadPool* pool) {
-  if (!uses_int8(a, A) || !uses_int8(a, B) || A.cols != B.cols) {
+  if (!pair_uses_int8(A, B, a)) {
     if (pool) {
       linear(A, x, n, ya, a, *pool);
       linear(B, x, n, yb, a, *pool);
@@ -63,17 +82,9 @@ void linear_pair(const QMatrix& A, float* ya, const QMatrix& B, float* yb, const
     }
     return;
   }
-  // INT4 weights read the pair layout, INT8 the plain groups: quantizing for
-  // INT4 gives both (the layout is added beside the same groups).
-  const MatFormat f = A.format == MatFormat::INT4_G32 ? A.format : B.format;
   Q8Rows& xq = scratch();
-  quantize_q8(x, n, A.cols, xq, f);
-  if (pool) {
-    matmul_q8_pair(A, ya, B, yb, xq, *pool);
-  } else {
-    matmul_q8_serial(A, xq, ya, A.rows);
-    matmul_q8_serial(B, xq, yb, B.rows);
-  }
+  quantize_q8(x, n, A.cols, xq, pair_quantize_format(A, B));
+  linear_pair_q8(A, ya, B, yb, xq, pool);
 }
 
 }  // namespace trillion

@@ -16,6 +16,8 @@
 
 namespace trillion {
 
+struct Q8Rows;  // kernels/matmul_q8.hpp
+
 enum class Activations : uint8_t { f32, int8 };
 Activations parse_activations(const std::string& s);  // "f32" | "int8"; throws InputError
 const char* to_string(Activations a);
@@ -40,5 +42,12 @@ void linear_serial(const QMatrix& W, const float* x, int64_t n, float* y, int64_
 // the calling thread (linear_serial, ldy = the matrix's rows).
 void linear_pair(const QMatrix& A, float* ya, const QMatrix& B, float* yb, const float* x, int64_t n, Activations a,
                  ThreadPool* pool);
+// Whether linear_pair(A, B) under `a` takes the int8 path, and then the
+// format its x is quantized for (quantize_q8(x, n, cols, xq, that format)).
+bool pair_uses_int8(const QMatrix& A, const QMatrix& B, Activations a);
+MatFormat pair_quantize_format(const QMatrix& A, const QMatrix& B);
+// linear_pair on the int8 path with x already quantized so (a caller that
+// sends one row to several pairs quantizes it once): the same bits.
+void linear_pair_q8(const QMatrix& A, float* ya, const QMatrix& B, float* yb, const Q8Rows& xq, ThreadPool* pool);
 
 }  // namespace trillion

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "kernels/matmul_q8.hpp"
 #include "model/mlp.hpp"
 
 namespace trillion {
@@ -55,18 +56,35 @@ void LocalExperts::run(const ExpertRequest& req) {
     i = j;
   }
   const auto& layer = experts_[size_t(req.layer - range_.begin)];
-  // Gathers a group's token rows xs [m, d], runs its expert, scatters ys [m, d]
-  // to out[(t, k)]. Serial or pool-parallel matmuls give the same bits.
+  // On the int8 path each token's row is quantized once here, not once per
+  // expert it goes to (top_k times): quantization is per row, so an expert
+  // that gathers its tokens' quantized rows gets the bits quantizing the
+  // gathered floats would give (every expert of a layer has one format).
+  const bool shared_q8 = !groups.empty() && pair_uses_int8(layer.front().gate, layer.front().up, act_);
+  Q8Rows xq_all;
+  if (shared_q8) quantize_q8(req.x, req.n, d, xq_all, pair_quantize_format(layer.front().gate, layer.front().up));
+  // Gathers a group's token rows xs [m, d] (or their quantized rows), runs
+  // its expert, scatters ys [m, d] to out[(t, k)]. Serial or pool-parallel
+  // matmuls give the same bits.
   auto run_group = [&](const Group& g, std::vector<float>& xs, std::vector<float>& ys, bool serial) {
     const int64_t m = int64_t(g.end - g.begin);
-    xs.resize(size_t(m * d));
     ys.resize(size_t(m * d));
-    for (int64_t a = 0; a < m; ++a) std::copy_n(req.x + (order[g.begin + size_t(a)] / k) * d, d, &xs[size_t(a * d)]);
     const MlpWeights& w = layer[size_t(g.expert - span_.begin)];
-    if (serial)
-      mlp_forward_serial(w, xs.data(), m, ys.data(), act_);
-    else
-      mlp_forward(w, xs.data(), m, ys.data(), act_, pool_);
+    if (serial && shared_q8) {
+      thread_local Q8Rows xq;
+      thread_local std::vector<int64_t> tokens;
+      tokens.resize(size_t(m));
+      for (int64_t a = 0; a < m; ++a) tokens[size_t(a)] = order[g.begin + size_t(a)] / k;
+      q8_gather(xq_all, tokens.data(), m, xq);
+      mlp_forward_serial_q8(w, xq, ys.data(), act_);
+    } else {
+      xs.resize(size_t(m * d));
+      for (int64_t a = 0; a < m; ++a) std::copy_n(req.x + (order[g.begin + size_t(a)] / k) * d, d, &xs[size_t(a * d)]);
+      if (serial)
+        mlp_forward_serial(w, xs.data(), m, ys.data(), act_);
+      else
+        mlp_forward(w, xs.data(), m, ys.data(), act_, pool_);
+    }
     for (int64_t a = 0; a < m; ++a) std::copy_n(&ys[size_t(a * d)], d, req.out + order[g.begin + size_t(a)] * d);
   };
   const int threads = pool_.size();

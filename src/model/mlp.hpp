@@ -15,5 +15,8 @@ void mlp_forward(const MlpWeights& w, const float* x, int64_t n, float* y, Activ
 // The same on the calling thread (same bits), for callers that split work
 // themselves, e.g. one expert per thread.
 void mlp_forward_serial(const MlpWeights& w, const float* x, int64_t n, float* y, Activations act);
+// mlp_forward_serial with x already quantized for gate and up (only when
+// pair_uses_int8(w.gate, w.up, act); see linear_pair_q8): the same bits.
+void mlp_forward_serial_q8(const MlpWeights& w, const Q8Rows& xq, float* y, Activations act);
 
 }  // namespace trillion

@@ -235,6 +235,27 @@ void check_int8_extremes(Checker& check, KernelIsa isa) {
   check(ok, std::string("int8 weights -128 / 127 against activations +-127 [") + to_string(isa) + "]");
 }
 
+// Gathered quantized rows (several rows, repeats, any order) are the
+// quantization of the gathered float rows, pair layout included.
+void check_gather(Checker& check) {
+  for (MatFormat f : {MatFormat::INT8_G32, MatFormat::INT4_G32})
+    for (int64_t cols : {32, 100, 2048}) {
+      const std::vector<float> x = random_floats(6 * cols, 24, -4.0f, 4.0f);
+      const std::vector<int64_t> rows = {4, 0, 4, 5, 2};
+      std::vector<float> picked;
+      for (int64_t r : rows) picked.insert(picked.end(), x.begin() + r * cols, x.begin() + (r + 1) * cols);
+      Q8Rows all, gathered, want;
+      quantize_q8(x.data(), 6, cols, all, f);
+      q8_gather(all, rows.data(), int64_t(rows.size()), gathered);
+      quantize_q8(picked.data(), int64_t(rows.size()), cols, want, f);
+      bool same = same_q8(gathered, want) && gathered.n == want.n && gathered.pairs == want.pairs &&
+                  gathered.pair.size() == want.pair.size() &&
+                  std::memcmp(gathered.pair.data(), want.pair.data(), want.pair.size() * sizeof(Q8Pair)) == 0;
+      check(same, std::string("q8_gather vs quantizing the gathered rows [") + format_name(f) + " cols=" +
+                      std::to_string(cols) + "]");
+    }
+}
+
 // The pool drivers: any thread count gives the bits of one call, and a pair
 // of matrices in one call the bits of each alone. 2048 columns, so the pool
 // splits the rows (a chunk is worth at least 2^17 multiply-adds), and the
@@ -288,6 +309,7 @@ std::vector<std::string> q8_failures(int* checks) {
     for (const MatmulShape& s : shapes) check_products(check, isa, s);
   }
   check_threads(check);
+  check_gather(check);
   check_pair_layout(check);
   *checks += check.checks;
   return check.failures;
