@@ -60,7 +60,12 @@ void LocalExperts::run(const ExpertRequest& req) {
   // expert it goes to (top_k times): quantization is per row, so an expert
   // that gathers its tokens' quantized rows gets the bits quantizing the
   // gathered floats would give (every expert of a layer has one format).
-  const bool shared_q8 = !groups.empty() && pair_uses_int8(layer.front().gate, layer.front().up, act_);
+  // (Only where experts run one per thread: below, with fewer experts than
+  // threads, each expert's products are split over the pool instead.)
+  const int threads = pool_.size();
+  const bool one_per_thread = int64_t(groups.size()) >= threads;
+  const bool shared_q8 =
+      one_per_thread && !groups.empty() && pair_uses_int8(layer.front().gate, layer.front().up, act_);
   Q8Rows xq_all;
   if (shared_q8) quantize_q8(req.x, req.n, d, xq_all, pair_quantize_format(layer.front().gate, layer.front().up));
   // Gathers a group's token rows xs [m, d] (or their quantized rows), runs
@@ -87,8 +92,7 @@ void LocalExperts::run(const ExpertRequest& req) {
     }
     for (int64_t a = 0; a < m; ++a) std::copy_n(&ys[size_t(a * d)], d, req.out + order[g.begin + size_t(a)] * d);
   };
-  const int threads = pool_.size();
-  if (int64_t(groups.size()) >= threads) {  // enough experts to give each thread its own
+  if (one_per_thread) {  // enough experts to give each thread its own
     // Largest first (an expert streams its weights once, then works per
     // token: ~ 1 + m in one-token matvec units), each claimed by the next
     // thread to get free: list scheduling, so a core that runs slow (an
