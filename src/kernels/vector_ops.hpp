@@ -29,6 +29,10 @@ float silu(float x);      // x / (1 + exp(-x))
 // y[i] = exp_f32(x[i]) for i < n, vectorized where the path can (y may alias x).
 void exp_each(const float* x, float* y, int64_t n);
 
+// In place: x[i] = sigmoid(x[i]), its bits, the exp a block at a time
+// through the vector kernel (the router's scores).
+void sigmoid_each(float* x, int64_t n);
+
 // out[i] = silu(gate[i]) * up[i]. out may alias gate or up.
 void swiglu(const float* gate, const float* up, int64_t n, float* out);
 

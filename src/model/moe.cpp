@@ -18,7 +18,7 @@ void moe_begin(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const
   // The router stays exact on every path: a quantized score could flip an
   // expert choice, a discrete change no tolerance covers.
   matmul(w.gate, x, n, scores.data(), step.pool);
-  for (float& s : scores) s = sigmoid(s);
+  sigmoid_each(scores.data(), n * E);
   f.ids.assign(size_t(n * k), 0);
   f.weights.assign(size_t(n * k), 0.0f);
   for (int64_t t = 0; t < n; ++t)

@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -69,6 +70,18 @@ BOOST_AUTO_TEST_CASE(activations_match_float64) {
   for (size_t i = 0; i < 1000; ++i) {
     const float want = silu(g2[i]) * up2[i];
     BOOST_TEST(same_bits(&out2[i], &want, 1), "i=" << i);
+  }
+  // sigmoid_each has sigmoid's bits, across its blocks (600 > one block),
+  // over the range where it rounds to neither 0 nor 1, and at the edges.
+  auto s = random_floats(600, 41, -100.0f, 100.0f);
+  for (float v : {0.0f, -0.0f, 88.7f, -88.7f, -104.0f, 1e-30f, std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity()})
+    s.push_back(v);
+  std::vector<float> sig = s;
+  sigmoid_each(sig.data(), int64_t(sig.size()));
+  for (size_t i = 0; i < s.size(); ++i) {
+    const float want = sigmoid(s[i]);
+    BOOST_TEST(same_bits(&sig[i], &want, 1), "x=" << s[i]);
   }
 }
 
