@@ -14,6 +14,12 @@ namespace {
 constexpr int64_t kRowTile = 4;        // rows per work unit
 constexpr int64_t kMinWork = 1 << 17;  // multiply-adds per thread chunk worth a wake-up
 
+int64_t row_units(const QMatrix& W) { return (W.rows + kRowTile - 1) / kRowTile; }
+// Row units per thread chunk: at least kMinWork multiply-adds.
+int64_t grain_for(int64_t cols, int64_t n) {
+  return std::max<int64_t>(1, kMinWork / std::max<int64_t>(1, kRowTile * cols * n));
+}
+
 void check_q8(const QMatrix& W, const Q8Rows& xq) {
   check_qmatrix(W);
   if (!q8_supports(W.format)) throw Error("matmul_q8: weight format has no integer-dot path");
@@ -102,9 +108,7 @@ void q8_gather(const Q8Rows& src, const int64_t* rows, int64_t m, Q8Rows& out) {
 void matmul_q8(const QMatrix& W, const Q8Rows& xq, float* y, ThreadPool& pool) {
   check_q8(W, xq);
   const KernelTable& k = active_kernel_table();
-  const int64_t units = (W.rows + kRowTile - 1) / kRowTile;
-  const int64_t grain = std::max<int64_t>(1, kMinWork / std::max<int64_t>(1, kRowTile * W.cols * xq.n));
-  pool.parallel_for(units, grain, [&](int64_t b, int64_t e) {
+  pool.parallel_for(row_units(W), grain_for(W.cols, xq.n), [&](int64_t b, int64_t e) {
     k.matmul_q8_rows(W, xq, y, W.rows, b * kRowTile, std::min(W.rows, e * kRowTile));
   });
 }
@@ -113,9 +117,8 @@ void matmul_q8_pair(const QMatrix& A, float* ya, const QMatrix& B, float* yb, co
   check_q8(A, xq);
   check_q8(B, xq);
   const KernelTable& k = active_kernel_table();
-  const int64_t ua = (A.rows + kRowTile - 1) / kRowTile, ub = (B.rows + kRowTile - 1) / kRowTile;
-  const int64_t grain = std::max<int64_t>(1, kMinWork / std::max<int64_t>(1, kRowTile * A.cols * xq.n));
-  pool.parallel_for(ua + ub, grain, [&](int64_t b, int64_t e) {
+  const int64_t ua = row_units(A);
+  pool.parallel_for(ua + row_units(B), grain_for(A.cols, xq.n), [&](int64_t b, int64_t e) {
     if (b < ua) k.matmul_q8_rows(A, xq, ya, A.rows, b * kRowTile, std::min(A.rows, std::min(e, ua) * kRowTile));
     if (e > ua) k.matmul_q8_rows(B, xq, yb, B.rows, (std::max(b, ua) - ua) * kRowTile, std::min(B.rows, (e - ua) * kRowTile));
   });
