@@ -397,7 +397,9 @@ nlohmann::json summarize(const std::vector<StepStats>& steps, const Limits& lim,
   const double gbps = double(med.weight_bytes) / med.seconds / 1e9, gflops = 2.0 * double(med.macs) / med.seconds / 1e9;
   j["weight_gbps"] = gbps;
   j["gflops"] = gflops;
-  j["expert_share"] = med.expert_seconds / med.seconds;  // routed experts' part of the step time
+  // The backend's part of the step time: the routed experts, and the shared
+  // expert where LocalExperts runs it with them (experts one per thread).
+  j["expert_share"] = med.expert_seconds / med.seconds;
   j["head_share"] = med.head_seconds / med.seconds;      // final norm + lm_head + argmax
   j["cpu_busy"] = med.cpu_seconds / (med.seconds * threads);  // 1: every thread busy the whole step
   if (lim.gbps > 0) j["bandwidth_fraction"] = gbps / lim.gbps;
@@ -533,7 +535,8 @@ int run(int argc, char** argv) {
               "empty pool dispatch %.1f us\n", model_dir.c_str(), pool.size(),
               double(bench.costs().fixed_bytes + bench.costs().head_bytes) / 1e6,
               double(bench.costs().expert_bytes.back()) / 1e6, dispatch_us);
-  // experts / head: share of the step in routed experts / lm_head; busy: CPU time / (wall x threads).
+  // experts / head: share of the step in the expert backend (routed experts, with the shared one
+  // where they run one per thread) / lm_head; busy: CPU time / (wall x threads).
   std::printf("%-14s %9s %9s %9s %6s %9s %6s %8s %7s %7s\n", "step", "tokens/s", "MB/step", "GB/s", "of BW", "GFLOP/s",
               "of pk", "experts", "head", "busy");
 

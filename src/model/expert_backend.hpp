@@ -17,6 +17,8 @@
 
 namespace trillion {
 
+struct MlpWeights;
+
 struct ExpertRequest {
   int64_t layer = 0;
   int64_t n = 0;               // tokens
@@ -30,6 +32,15 @@ struct ExpertRequest {
   // carries the mask); a later group without rows is not exchanged at all.
   int group = 0;
   uint64_t groups_with_rows = 1;
+  // Optional: the layer's shared expert over the same n tokens, which a
+  // backend may compute with the routed ones. One that does writes
+  // shared_out [n, hidden] (its bits are mlp_forward's) and sets
+  // *shared_done; otherwise the caller computes it. LocalExperts does when
+  // experts run one per thread: as one more whole job there it streams
+  // faster than its small products split over the pool (batch 1).
+  const MlpWeights* shared = nullptr;
+  float* shared_out = nullptr;
+  bool* shared_done = nullptr;
 };
 
 class ExpertBackend {

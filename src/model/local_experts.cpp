@@ -99,17 +99,43 @@ void LocalExperts::run(const ExpertRequest& req) {
     // efficiency core, a preempted vCPU) costs its share, not the layer
     // (a fixed plan made the fast thread wait for the slow one's half).
     // Which thread runs an expert never changes its bits.
-    std::vector<size_t> by_cost(groups.size());
+    std::vector<double> cost(groups.size());
+    double total = 0;
+    for (size_t i = 0; i < groups.size(); ++i) total += cost[i] = double(1 + groups[i].end - groups[i].begin);
+    // The shared expert, when offered, is job groups.size(), unless it alone
+    // is more than a thread's share (then the pool's split of its products
+    // balances better, and the caller runs it). Its cost scales with its width.
+    const MlpWeights& routed0 = layer.front();
+    if (req.shared && req.shared_out && req.shared_done) {
+      const double width = double(req.shared->gate.rows) / double(std::max<int64_t>(1, routed0.gate.rows));
+      const double c = double(1 + req.n) * width;
+      if (c * threads <= total + c) cost.push_back(c);
+    }
+    std::vector<size_t> by_cost(cost.size());
     std::iota(by_cost.begin(), by_cost.end(), size_t(0));
-    std::stable_sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) {
-      return groups[a].end - groups[a].begin > groups[b].end - groups[b].begin;
-    });
+    std::stable_sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) { return cost[a] > cost[b]; });
+    // The shared expert on the calling thread has mlp_forward's bits
+    // (serial and pool products agree); with the rows quantized above when
+    // its gate and up quantize x as the routed experts' do.
+    auto run_shared = [&] {
+      const MlpWeights& w = *req.shared;
+      if (shared_q8 && pair_uses_int8(w.gate, w.up, act_) &&
+          pair_quantize_format(w.gate, w.up) == pair_quantize_format(routed0.gate, routed0.up))
+        mlp_forward_serial_q8(w, xq_all, req.shared_out, act_);
+      else
+        mlp_forward_serial(w, req.x, req.n, req.shared_out, act_);
+    };
     std::atomic<size_t> next{0};
     pool_.parallel_for(threads, 1, [&](int64_t, int64_t) {
       std::vector<float> xs, ys;
-      for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < by_cost.size();)
-        run_group(groups[by_cost[i]], xs, ys, true);
+      for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < by_cost.size();) {
+        if (by_cost[i] == groups.size())
+          run_shared();
+        else
+          run_group(groups[by_cost[i]], xs, ys, true);
+      }
     });
+    if (cost.size() > groups.size()) *req.shared_done = true;
   } else {
     std::vector<float> xs, ys;
     for (const Group& g : groups) run_group(g, xs, ys, false);

@@ -30,7 +30,13 @@ void moe_begin(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const
     step.dump.dump(layer, "router_ids", idf.data(), {n, k});
   }
   f.routed.assign(size_t(n * k * d), 0.0f);
-  experts.begin(ExpertRequest{layer, n, k, d, x, f.ids.data(), f.routed.data(), group, groups_with_rows});
+  ExpertRequest req{layer, n, k, d, x, f.ids.data(), f.routed.data(), group, groups_with_rows};
+  f.shared_done = false;
+  if (w.has_shared) {  // offered to the backend: it may run it with the routed experts
+    f.shared.assign(size_t(n * d), 0.0f);
+    req.shared = &w.shared, req.shared_out = f.shared.data(), req.shared_done = &f.shared_done;
+  }
+  experts.begin(req);
 }
 
 void moe_end(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step, const MoeInFlight& f,
@@ -41,10 +47,14 @@ void moe_end(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const S
     for (int64_t j = 0; j < k; ++j) axpy(f.weights[size_t(t * k + j)], &f.routed[size_t((t * k + j) * d)], y + t * d, d);
   step.dump.dump(layer, "moe_routed", y, {n, d});
   if (w.has_shared) {
-    std::vector<float> shared(size_t(n * d));  // [n, d]
-    mlp_forward(w.shared, x, n, shared.data(), step.act, step.pool);
-    step.dump.dump(layer, "moe_shared", shared.data(), {n, d});
-    add(y, shared.data(), n * d);
+    std::vector<float> own;  // [n, d], when the backend did not compute it
+    if (!f.shared_done) {
+      own.resize(size_t(n * d));
+      mlp_forward(w.shared, x, n, own.data(), step.act, step.pool);
+    }
+    const float* shared = f.shared_done ? f.shared.data() : own.data();
+    step.dump.dump(layer, "moe_shared", shared, {n, d});
+    add(y, shared, n * d);
   }
 }
 
