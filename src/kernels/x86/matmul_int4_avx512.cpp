@@ -23,8 +23,9 @@
 //   floats -8..7 (vpermps reads the index's low 4 bits), the lane shifted
 //   right by 4 indexes it again: the group's even and odd columns, 4
 //   operations per 32 weights. A tile is 4 groups (128 columns, 8 chains per
-//   token; 8 groups at one token), and prefetches 16 rows ahead (the first tile over a head's block
-//   reads it from memory at a 256-byte stride).
+//   token; 8 groups at one token), and prefetches 16 rows ahead: over a
+//   head's block (which fits L2) the first tile prefetches whole rows, so
+//   the tiles after it read from cache (int4_token_tile).
 // - rows: Int4Weights' chain (matmul_avx2_shared.hpp): per row one 8-lane
 //   accumulator over the row's 8-column chunks in order, acc = fma(fma(nibble,
 //   s, -8 s), x, acc), then hsum. Two rows share a zmm (one per half), so
@@ -44,8 +45,9 @@ namespace {
 using namespace avx512_float;  // the shared tile constants and prefetch
 
 // Columns [c, c + 32 G) (G whole scale groups) for tokens [t0, t0 + TT).
+// Prefetches bytes [b0, b1) of each row kPrefetchRows ahead.
 template <int TT, int G>
-void int4_cols_tile(const QMatrix& W, const float* x, float* y, int64_t t0, int64_t c) {
+void int4_cols_tile(const QMatrix& W, const float* x, float* y, int64_t t0, int64_t c, int64_t b0, int64_t b1) {
   const int64_t rows = W.rows, cols = W.cols;
   const uint8_t* d = static_cast<const uint8_t*>(W.data) + c / 2;
   const uint16_t* s = static_cast<const uint16_t*>(W.scale) + c / 32;
@@ -56,8 +58,8 @@ void int4_cols_tile(const QMatrix& W, const float* x, float* y, int64_t t0, int6
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* row = d + r * (cols / 2);
     const uint16_t* rs = s + r * W.scale_cols;
-    for (int g = 0; g < G; g += 4)  // one 64-byte line per 4 groups
-      prefetch(address(row) + uintptr_t(kPrefetchRows * (cols / 2) + 16 * g));
+    for (int64_t o = b0; o < b1; o += 64)  // (the row's start is d - c / 2 + r * cols / 2)
+      prefetch(address(row) + uintptr_t(kPrefetchRows * (cols / 2) + o - c / 2));
     for (int g = 0; g < G; ++g) {
       // Byte j of the group holds columns 2j (low nibble) and 2j + 1 (high).
       const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16 * g)));
@@ -84,14 +86,28 @@ void int4_cols_tile(const QMatrix& W, const float* x, float* y, int64_t t0, int6
     }
 }
 
+// The first tile over the rows prefetches each row's whole range when the
+// range's rows fit in L2 (a head's W_UK: 128 rows x 256 bytes), so the
+// tiles after it read from cache, and the first has the whole row's lines
+// in flight, not its own 128 bytes; otherwise each tile its own lines.
+// (W_UK of the bench model's 6 layers in turn, cache flushed before each, 2
+// threads, 8 alternated rounds: x0.94 median, 25-33 us a layer; the whole
+// block prefetched at once to L2 instead measured slower.)
 template <int TT>
 int64_t int4_token_tile(const QMatrix& W, const float* x, float* y, int64_t t0, int64_t c0, int64_t c1) {
   const int64_t end = std::min(c1, W.cols) & ~int64_t(31);  // whole groups only
+  const bool whole = (end - c0) / 2 * W.rows <= (256 << 10);
   int64_t c = c0;
+  auto tile = [&](auto fn, int64_t width) {  // prefetching row bytes [b0, b1)
+    int64_t b0 = c / 2, b1 = (c + width) / 2;
+    if (whole) b0 = c == c0 ? c0 / 2 : 0, b1 = c == c0 ? end / 2 : 0;
+    fn(W, x, y, t0, c, b0, b1);
+    c += width;
+  };
   if constexpr (TT == 1)  // 16 chains (measured W_UK 0.22 -> 0.16 ms a step on the bench model)
-    for (; c + 256 <= end; c += 256) int4_cols_tile<TT, 8>(W, x, y, t0, c);
-  for (; c + 128 <= end; c += 128) int4_cols_tile<TT, 4>(W, x, y, t0, c);
-  for (; c + 32 <= end; c += 32) int4_cols_tile<TT, 1>(W, x, y, t0, c);
+    while (c + 256 <= end) tile(int4_cols_tile<TT, 8>, 256);
+  while (c + 128 <= end) tile(int4_cols_tile<TT, 4>, 128);
+  while (c + 32 <= end) tile(int4_cols_tile<TT, 1>, 32);
   return c;
 }
 
@@ -114,11 +130,16 @@ void int4_rows_tile(const QMatrix& W, const float* x, float* y, int64_t ldy, int
   const uint16_t* sp[2 * P];
   for (int i = 0; i < 2 * P; ++i) rp[i] = d + (wr0 + i * wrs) * row_bytes, sp[i] = s + (wr0 + i * wrs) * W.scale_cols;
   constexpr int64_t kBlock = 512;  // columns per prefetch block: 256 bytes of each row, as the AVX2 tile
+  // Each stream's row at least 1 KB ahead: the next row (the AVX2 tile's
+  // prefetch_next_tile) for rows of 1 KB or more; for short rows (W_UV's
+  // 256 bytes) one row ahead kept too few lines in flight (W_UV as W_UK
+  // above: x0.95 median, ahead in 8 of 8 rounds, 31-33 us a layer).
+  const int64_t ahead = std::max<int64_t>(1, 1024 / row_bytes) * row_bytes;
   for (int64_t c = 0; c < cols; c += 32) {
     if (c % kBlock == 0)
-      for (int i = 0; i < 2 * P; ++i)  // the next row of each stream (the AVX2 tile's prefetch_next_tile)
+      for (int i = 0; i < 2 * P; ++i)
         for (int64_t o = 0; o < std::min(kBlock, cols - c) / 2; o += 64)
-          prefetch(address(rp[i]) + uintptr_t(row_bytes + c / 2 + o));
+          prefetch(address(rp[i]) + uintptr_t(ahead + c / 2 + o));
     for (int p = 0; p < P; ++p) {
       // The group's 16 bytes of the low row in bits 0-127, of the high row in 256-383.
       const __m512i bytes = _mm512_inserti64x4(
