@@ -114,7 +114,7 @@ void LocalExperts::run(const ExpertRequest& req) {
     std::vector<size_t> by_cost(cost.size());
     std::iota(by_cost.begin(), by_cost.end(), size_t(0));
     std::stable_sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) { return cost[a] > cost[b]; });
-    // The shared expert on the calling thread has mlp_forward's bits
+    // The shared expert on one thread has mlp_forward's bits
     // (serial and pool products agree); with the rows quantized above when
     // its gate and up quantize x as the routed experts' do.
     auto run_shared = [&] {

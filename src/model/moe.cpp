@@ -33,13 +33,13 @@ void moe_begin(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const
   ExpertRequest req{layer, n, k, d, x, f.ids.data(), f.routed.data(), group, groups_with_rows};
   f.shared_done = false;
   if (w.has_shared) {  // offered to the backend: it may run it with the routed experts
-    f.shared.assign(size_t(n * d), 0.0f);
+    f.shared.resize(size_t(n * d));
     req.shared = &w.shared, req.shared_out = f.shared.data(), req.shared_done = &f.shared_done;
   }
   experts.begin(req);
 }
 
-void moe_end(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step, const MoeInFlight& f,
+void moe_end(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step, MoeInFlight& f,
              const float* x, float* y) {
   const int64_t n = step.n(), d = cfg.hidden_size, k = cfg.num_experts_per_tok;
   std::fill_n(y, n * d, 0.0f);
@@ -47,14 +47,9 @@ void moe_end(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const S
     for (int64_t j = 0; j < k; ++j) axpy(f.weights[size_t(t * k + j)], &f.routed[size_t((t * k + j) * d)], y + t * d, d);
   step.dump.dump(layer, "moe_routed", y, {n, d});
   if (w.has_shared) {
-    std::vector<float> own;  // [n, d], when the backend did not compute it
-    if (!f.shared_done) {
-      own.resize(size_t(n * d));
-      mlp_forward(w.shared, x, n, own.data(), step.act, step.pool);
-    }
-    const float* shared = f.shared_done ? f.shared.data() : own.data();
-    step.dump.dump(layer, "moe_shared", shared, {n, d});
-    add(y, shared, n * d);
+    if (!f.shared_done) mlp_forward(w.shared, x, n, f.shared.data(), step.act, step.pool);
+    step.dump.dump(layer, "moe_shared", f.shared.data(), {n, d});
+    add(y, f.shared.data(), n * d);
   }
 }
 

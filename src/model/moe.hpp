@@ -24,12 +24,12 @@ struct MoeInFlight {
   std::vector<int32_t> ids;     // [n, k] chosen experts, top-k order
   std::vector<float> weights;   // [n, k] combine weights
   std::vector<float> routed;    // [n, k, d] unweighted expert outputs, written by the backend
-  std::vector<float> shared;    // [n, d] the shared expert's output, when the backend computed it
+  std::vector<float> shared;    // [n, d] the shared expert's output (by the backend when shared_done, else by moe_end)
   bool shared_done = false;
 };
 void moe_begin(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step,
                ExpertBackend& experts, const float* x, MoeInFlight& f, int group = 0, uint64_t groups_with_rows = 1);
-void moe_end(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step, const MoeInFlight& f,
+void moe_end(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step, MoeInFlight& f,
              const float* x, float* y);
 
 }  // namespace trillion
