@@ -1,5 +1,6 @@
 // The seams the parallel runtime uses keep the bits: layers split over
-// pipeline stages, routed experts split over owners.
+// pipeline stages, routed experts split over owners, the shared expert
+// computed by the experts' backend.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
