@@ -30,16 +30,17 @@ struct Partials {
   std::vector<double> l;      // [items, H]
 };
 
+// Heads [h0, h1) of item `it`: m, l, acc point at the item's head h0.
 void run_item(const MlaShape& s, const KvCache& cache, int64_t layer, const Batch& batch, const float* q_lat,
-              const float* q_pe, int64_t pe_row, int64_t pe_head, const Item& it, int64_t n, std::vector<float>& sc,
-              float* m, double* l, float* acc) {
+              const float* q_pe, int64_t pe_row, int64_t pe_head, const Item& it, int64_t h0, int64_t h1, int64_t n,
+              std::vector<float>& sc, float* m, double* l, float* acc) {
   const TokenRow row = batch.rows[size_t(it.t)];
-  const int64_t len = it.j1 - it.j0, H = s.heads, r = s.r, rope = s.rope;
-  sc.resize(size_t(H * kMlaChunk + H * kBlock));
-  float* pe = &sc[size_t(H * kMlaChunk)];  // [H, kBlock]: the rope part of a block's scores
-  const float* ql = q_lat + it.t * r;      // head h at ql + h * n * r
-  const float* qp = q_pe + it.t * pe_row;  // head h at qp + h * pe_head
-  // Scores: block by block, every head against every position while the
+  const int64_t len = it.j1 - it.j0, nh = h1 - h0, r = s.r, rope = s.rope;
+  sc.resize(size_t(nh * kMlaChunk + nh * kBlock));
+  float* pe = &sc[size_t(nh * kMlaChunk)];                // [nh, kBlock]: the rope part of a block's scores
+  const float* ql = q_lat + (h0 * n + it.t) * r;          // head h0 + h at ql + h * n * r
+  const float* qp = q_pe + it.t * pe_row + h0 * pe_head;  // head h0 + h at qp + h * pe_head
+  // Scores: block by block, every head of the part against every position while the
   // block is hot, as register tiles (dot_tile: dot's bits per score).
   for (int64_t b0 = it.j0; b0 < it.j1; b0 += kBlock) {
     const float* c_kv = cache.c_kv_block(row.slot, layer, int32_t(b0));  // [kBlock, r]
@@ -51,21 +52,21 @@ void run_item(const MlaShape& s, const KvCache& cache, int64_t layer, const Batc
     const bool more = b0 + kBlock < it.j1;
     const float* c_kv_next = more ? cache.c_kv_block(row.slot, layer, int32_t(b0 + kBlock)) : nullptr;
     const float* k_pe_next = more ? cache.k_pe_block(row.slot, layer, int32_t(b0 + kBlock)) : nullptr;
-    dot_tile(ql, n * r, H, c_kv, r, nb, r, out, kMlaChunk, c_kv_next);
-    dot_tile(qp, pe_head, H, k_pe, rope, nb, rope, pe, kBlock, k_pe_next);
-    for (int64_t h = 0; h < H; ++h)
+    dot_tile(ql, n * r, nh, c_kv, r, nb, r, out, kMlaChunk, c_kv_next);
+    dot_tile(qp, pe_head, nh, k_pe, rope, nb, rope, pe, kBlock, k_pe_next);
+    for (int64_t h = 0; h < nh; ++h)
       for (int64_t j = 0; j < nb; ++j) out[h * kMlaChunk + j] = (out[h * kMlaChunk + j] + pe[h * kBlock + j]) * s.scale;
   }
   // Normalized within the chunk by vector_ops' own softmax, so a row of one
   // chunk (<= kMlaChunk positions) keeps the bits it had when attention went
   // head by head.
-  softmax_stats_rows(sc.data(), kMlaChunk, H, len, m, l);
-  std::fill_n(acc, H * r, 0.0f);
+  softmax_stats_rows(sc.data(), kMlaChunk, nh, len, m, l);
+  std::fill_n(acc, nh * r, 0.0f);
   for (int64_t b0 = it.j0; b0 < it.j1; b0 += kBlock) {
     const float* c_kv = cache.c_kv_block(row.slot, layer, int32_t(b0));
     const int64_t nb = std::min(kBlock, it.j1 - b0);
     // acc_h += p_hj c_kv_j for every head, positions in order (axpy_tile: axpy's bits).
-    axpy_tile(&sc[size_t(b0 - it.j0)], kMlaChunk, H, c_kv, r, nb, acc, r, r);
+    axpy_tile(&sc[size_t(b0 - it.j0)], kMlaChunk, nh, c_kv, r, nb, acc, r, r);
   }
 }
 
@@ -117,11 +118,20 @@ void mla_attend(const MlaShape& s, const KvCache& cache, int64_t layer, const Ba
     P.m.resize(size_t(ni * H));
     P.l.resize(size_t(ni * H));
     P.acc.resize(size_t(ni * H * r));
-    pool.parallel_for(ni, 1, [&](int64_t i0, int64_t i1) {
+    // Fewer items than threads (short rows, small batches: decode at batch
+    // 1 has one): each item's heads are split into parts so every thread
+    // gets work. Heads are independent, and dot_tile / axpy_tile give each
+    // output the same bits in any tile, so the parts change no bit; each
+    // part re-reads the chunk's cache, which is why items are not split
+    // when there are enough of them.
+    const int64_t parts = ni < pool.size() ? std::min(H, (pool.size() + ni - 1) / ni) : 1;
+    pool.parallel_for(ni * parts, 1, [&](int64_t u0, int64_t u1) {
       std::vector<float> sc;
-      for (int64_t i = i0; i < i1; ++i)
-        run_item(s, cache, layer, batch, q_lat, q_pe, pe_row, pe_head, items[size_t(i)], n, sc, &P.m[size_t(i * H)],
-                 &P.l[size_t(i * H)], &P.acc[size_t(i * H * r)]);
+      for (int64_t u = u0; u < u1; ++u) {
+        const int64_t i = u / parts, k = u % parts, h0 = H * k / parts, h1 = H * (k + 1) / parts;
+        run_item(s, cache, layer, batch, q_lat, q_pe, pe_row, pe_head, items[size_t(i)], h0, h1, n, sc,
+                 &P.m[size_t(i * H + h0)], &P.l[size_t(i * H + h0)], &P.acc[size_t((i * H + h0) * r)]);
+      }
     });
     pool.parallel_for(t1 - t0, 1, [&](int64_t a, int64_t b) {
       for (int64_t k = a; k < b; ++k) merge_row(s, P, first[size_t(k)], first[size_t(k + 1)], t0 + k, n, ctx);

@@ -1,6 +1,7 @@
 // model/mla_attend against a float64 softmax attention computed here from the
 // definition, over rows whose lengths straddle the chunk and block edges; and
-// its bits independent of the batch around a row and of the thread count.
+// its bits independent of the batch around a row and of the thread count,
+// also when a lone row's heads are split over the threads.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -126,6 +127,35 @@ BOOST_AUTO_TEST_CASE(a_rows_bits_depend_on_its_own_positions_only) {
   for (int64_t h = 0; h < H; ++h)
     for (int64_t i = 0; i < R; ++i)
       BOOST_TEST(solo[size_t(h * R + i)] == one[size_t((h * n_all + 4) * R + i)]);
+}
+
+BOOST_AUTO_TEST_CASE(a_lone_rows_heads_split_over_threads_keep_its_bits) {
+  // Fewer chunks than threads (decode at batch 1): the heads are split into
+  // parts over the threads (2 and 3 parts of H = 3 heads here, and 2 parts of
+  // 2 chunks' items at 4 threads). Each row alone, at 1-4 threads: the bits
+  // of the whole batch at 1 thread, which is within float32 of float64.
+  const std::vector<int32_t> lens = {1, 200, int32_t(kMlaChunk) + 9};
+  const Fixture all(lens);
+  const std::vector<float> one = all.run(1);
+  const std::vector<double> want = all.expected();
+  const int64_t n_all = int64_t(lens.size());
+  for (int64_t t = 0; t < n_all; ++t) {
+    Fixture alone(lens);
+    alone.batch.rows = {alone.batch.rows[size_t(t)]};
+    alone.q_lat.assign(size_t(H * R), 0.f);
+    alone.q_pe.assign(all.q_pe.begin() + t * H * ROPE, all.q_pe.begin() + (t + 1) * H * ROPE);
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < R; ++i) alone.q_lat[size_t(h * R + i)] = all.q_lat[size_t((h * n_all + t) * R + i)];
+    for (int threads = 1; threads <= 4; ++threads) {
+      const std::vector<float> got = alone.run(threads);
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < R; ++i) {
+          const size_t at = size_t((h * n_all + t) * R + i);
+          BOOST_TEST(got[size_t(h * R + i)] == one[at], "row " << t << " head " << h << ", " << threads << " threads");
+          BOOST_TEST(std::fabs(double(got[size_t(h * R + i)]) - want[at]) < 1e-5);
+        }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(one_chunk_rows_keep_the_head_by_head_bits) {
