@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -79,8 +80,15 @@ class ThreadPool {
   // read by workers after they see the new generation (acquire).
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0, job_chunk_ = 0;
-  std::atomic<int64_t> job_next_{0};  // the first index no thread has claimed yet
-  void run_blocks();                  // claims and runs blocks of the current job until none is left
+  // Thread i's share of the current job's blocks: [front, back), packed as
+  // front << 32 | back. It takes its own from the front, in order; a thread
+  // whose share is done takes others' from the back (work stealing).
+  struct alignas(64) Share {
+    std::atomic<uint64_t> blocks{0};
+  };
+  std::unique_ptr<Share[]> shares_;
+  static bool take(Share& s, bool front, int64_t& block);
+  void run_blocks(int self);  // runs blocks of the current job until none is left
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};  // workers yet to finish the current job
   std::atomic<bool> stop_{false};

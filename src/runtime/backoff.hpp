@@ -12,15 +12,9 @@
 #include <chrono>
 #include <thread>
 
-namespace trillion {
+#include "common/cpu_relax.hpp"
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
+namespace trillion {
 
 class Backoff {
  public:

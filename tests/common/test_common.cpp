@@ -2,10 +2,12 @@
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <thread>
 #include <vector>
 
 #include "common/npy.hpp"
@@ -74,6 +76,27 @@ BOOST_AUTO_TEST_CASE(thread_pool_covers_every_index_once) {
       for (auto& h : hits) BOOST_TEST(h.load() == 3);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(thread_pool_threads_take_a_stalled_threads_blocks) {
+  // 2 threads, 8 blocks of 13: each thread's share is 4 blocks. The worker
+  // stalls in its first block until the caller has run every other block,
+  // which the caller can only do by taking the worker's share from its back
+  // (10 s bound: without stealing the test fails instead of hanging).
+  ThreadPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> by_caller{0}, blocks{0};
+  pool.parallel_for(100, 1, [&](int64_t, int64_t) {
+    ++blocks;
+    if (std::this_thread::get_id() == caller) {
+      ++by_caller;
+      return;
+    }
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (by_caller.load() < 7 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+  });
+  BOOST_TEST(blocks.load() == 8);
+  BOOST_TEST(by_caller.load() >= 7);
 }
 
 BOOST_AUTO_TEST_CASE(bf16_and_fp8_conversions_by_hand) {
