@@ -8,6 +8,12 @@
 #include "common/error.hpp"
 #include "kernels/kernel_table.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#elif defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
+
 namespace trillion {
 namespace {
 
@@ -59,8 +65,47 @@ void quantize_q8_ref(const float* x, int64_t n, int64_t cols, Q8Rows& out, MatFo
   quantize_with(portable_kernel_table(), x, n, cols, out, for_weights);
 }
 
-// A data layout, not arithmetic: one loop for every ISA (O(n cols), next to
-// the O(n cols rows) product it serves).
+namespace {
+// Group g's half (h = g % 2) of its pair: even and odd columns, 8 * the sum
+// of each 8 columns, d four times. A data layout and exact integer sums:
+// every form gives the same bytes. Vector forms because it runs on the
+// calling thread before every INT4 product while the pool waits (2048
+// columns: ~1 us scalar); SSE2 and NEON are in every x86-64 / arm64 CPU.
+inline void pair_half(const int8_t* qg, float d, Q8Pair& o, int h) {
+#if defined(__SSE2__)
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qg));
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qg + 16));
+  const __m128i lo = _mm_set1_epi16(0x00ff);  // packus of values 0..255 is exact
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(o.e + 16 * h),
+                   _mm_packus_epi16(_mm_and_si128(a, lo), _mm_and_si128(b, lo)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(o.o + 16 * h), _mm_packus_epi16(_mm_srli_epi16(a, 8), _mm_srli_epi16(b, 8)));
+  // Sums of 8 signed bytes: |q + 128| summed by psadbw, less 8 * 128.
+  const __m128i bias = _mm_set1_epi8(int8_t(-128)), zero = _mm_setzero_si128();
+  const __m128i sa = _mm_sad_epu8(_mm_xor_si128(a, bias), zero), sb = _mm_sad_epu8(_mm_xor_si128(b, bias), zero);
+  const int32_t sums[4] = {_mm_cvtsi128_si32(sa), _mm_cvtsi128_si32(_mm_srli_si128(sa, 8)), _mm_cvtsi128_si32(sb),
+                           _mm_cvtsi128_si32(_mm_srli_si128(sb, 8))};
+  for (int j = 0; j < 4; ++j) o.c[4 * h + j] = 8 * (sums[j] - 8 * 128);
+#elif defined(__ARM_NEON)
+  const int8x16x2_t eo = vld2q_s8(qg);  // de-interleaves: even columns, odd columns
+  vst1q_s8(o.e + 16 * h, eo.val[0]);
+  vst1q_s8(o.o + 16 * h, eo.val[1]);
+  const int32x4_t a = vpaddlq_s16(vpaddlq_s8(vld1q_s8(qg))), b = vpaddlq_s16(vpaddlq_s8(vld1q_s8(qg + 16)));
+  vst1q_s32(o.c + 4 * h, vshlq_n_s32(vpaddq_s32(a, b), 3));  // sums of 4, paired: sums of 8, times 8
+#else
+  for (int i = 0; i < 16; ++i) {
+    o.e[16 * h + i] = qg[2 * i];
+    o.o[16 * h + i] = qg[2 * i + 1];
+  }
+  for (int j = 0; j < 4; ++j) {
+    int32_t sum = 0;
+    for (int c = 0; c < 8; ++c) sum += qg[8 * j + c];
+    o.c[4 * h + j] = 8 * sum;
+  }
+#endif
+  for (int j = 0; j < 4; ++j) o.d[4 * h + j] = d;
+}
+}  // namespace
+
 void q8_pair_layout(Q8Rows& xq) {
   xq.pairs = (xq.groups + 1) / 2;
   xq.pair.resize(size_t(xq.n * xq.pairs));
@@ -68,27 +113,13 @@ void q8_pair_layout(Q8Rows& xq) {
     const int8_t* q = xq.row_q(t);
     const float* d = xq.row_d(t);
     Q8Pair* out = xq.pair.data() + t * xq.pairs;
-    for (int64_t g = 0; g < 2 * xq.pairs; ++g) {
-      Q8Pair& o = out[g / 2];
-      const int h = int(g % 2);
-      if (g == xq.groups) {  // the lone last group's missing partner
-        std::fill_n(o.e + 16, 16, int8_t(0));
-        std::fill_n(o.o + 16, 16, int8_t(0));
-        std::fill_n(o.c + 4, 4, 0);
-        std::fill_n(o.d + 4, 4, 0.0f);
-        break;
-      }
-      const int8_t* qg = q + g * kQ8Group;
-      for (int i = 0; i < 16; ++i) {
-        o.e[16 * h + i] = qg[2 * i];
-        o.o[16 * h + i] = qg[2 * i + 1];
-      }
-      for (int j = 0; j < 4; ++j) {
-        int32_t sum = 0;
-        for (int c = 0; c < 8; ++c) sum += qg[8 * j + c];
-        o.c[4 * h + j] = 8 * sum;
-        o.d[4 * h + j] = d[g];
-      }
+    for (int64_t g = 0; g < xq.groups; ++g) pair_half(q + g * kQ8Group, d[g], out[g / 2], int(g % 2));
+    if (xq.groups % 2) {  // the lone last group's missing partner
+      Q8Pair& o = out[xq.groups / 2];
+      std::fill_n(o.e + 16, 16, int8_t(0));
+      std::fill_n(o.o + 16, 16, int8_t(0));
+      std::fill_n(o.c + 4, 4, 0);
+      std::fill_n(o.d + 4, 4, 0.0f);
     }
   }
 }
