@@ -18,21 +18,12 @@ struct Dims {
         v(c.v_head_dim), r(c.kv_lora_rank), qk(c.qk_nope_head_dim + c.qk_rope_head_dim) {}
 };
 
-// The calling thread's buffers, reused from layer to layer and step to
-// step: every element is written before it is read, and a fresh vector
-// per call cost an allocation and a zero fill of ~90 KB a layer at batch 1.
-// What a large prefill leaves in them stays, as the heap keeps freed blocks
-// for the next step anyway (common/allocator.hpp).
-struct Scratch {
-  std::vector<float> kv, q_a, q, q_lat, ctx, heads;
-};
-
 // q[n, H*qk] = the queries of every head, q_pe roped. q_a [n, q_lora_rank]:
 // x . W_qa^T (computed with kv_a, which shares x), consumed here.
-void project_queries(const ModelConfig& cfg, const Dims& D, const AttentionWeights& w, int64_t layer,
-                     const Step& step, const float* x, std::vector<float>& q_a, std::vector<float>& q) {
+std::vector<float> project_queries(const ModelConfig& cfg, const Dims& D, const AttentionWeights& w,
+                                   int64_t layer, const Step& step, const float* x, std::vector<float>& q_a) {
   const int64_t n = step.n();
-  q.resize(size_t(n * D.H * D.qk));
+  std::vector<float> q(size_t(n * D.H * D.qk));
   if (w.has_q_lora) {
     const int64_t ql = w.q_a.rows;
     for (int64_t t = 0; t < n; ++t) rmsnorm(&q_a[size_t(t * ql)], w.q_a_norm, cfg.rms_norm_eps, &q_a[size_t(t * ql)]);
@@ -46,6 +37,7 @@ void project_queries(const ModelConfig& cfg, const Dims& D, const AttentionWeigh
     for (int64_t h = 0; h < D.H; ++h)
       step.rope.apply(&q[size_t((t * D.H + h) * D.qk + D.nope)], step.rope_cos + t * half, step.rope_sin + t * half);
   step.dump.dump(layer, "q", q.data(), {n, D.H, D.qk});
+  return q;
 }
 
 // Writes each row's normalized latent c_kv [r] and roped shared key k_pe [rope]
@@ -73,28 +65,22 @@ void attention_forward(const ModelConfig& cfg, const AttentionWeights& w, int64_
   const Dims D(cfg);
   const int64_t n = step.n();
   const float scale = float(cfg.softmax_scale());
-  // Named through references, which the pool's lambdas below capture (a
-  // worker naming `sc` itself would get its own thread's).
-  thread_local Scratch sc;
-  std::vector<float>&kv = sc.kv, &q_a = sc.q_a, &q = sc.q, &q_lat = sc.q_lat, &ctx = sc.ctx, &heads = sc.heads;
   // x feeds kv_a and (with a q LoRA) q_a: on the int8 path one quantization serves both.
-  kv.resize(size_t(n * (D.r + D.rope)));
+  std::vector<float> kv(size_t(n * (D.r + D.rope))), q_a;
   if (w.has_q_lora) {
     q_a.resize(size_t(n * w.q_a.rows));
     linear_pair(w.q_a, q_a.data(), w.kv_a, kv.data(), x, n, step.act, &step.pool);
   } else {
     linear(w.kv_a, x, n, kv.data(), step.act, step.pool);
   }
-  project_queries(cfg, D, w, layer, step, x, q_a, q);  // q [n, H, nope + rope]
+  const std::vector<float> q = project_queries(cfg, D, w, layer, step, x, q_a);  // [n, H, nope + rope]
   write_cache(cfg, D, w, layer, step, kv);
 
   // q_lat [H, n, r] = per head, q_nope . W_UK; then every head's softmax over
   // the cache at once (mla_attend.hpp); then o_h [n, v] = ctx . W_UV^T.
-  q_lat.resize(size_t(D.H * n * D.r));
-  ctx.resize(q_lat.size());
+  std::vector<float> q_lat(size_t(D.H * n * D.r)), ctx(size_t(D.H * n * D.r));
   step.pool.parallel_for(D.H, 1, [&](int64_t h0, int64_t h1) {
-    thread_local std::vector<float> q_nope;  // each thread's
-    q_nope.resize(size_t(n * D.nope));
+    std::vector<float> q_nope(size_t(n * D.nope));
     for (int64_t h = h0; h < h1; ++h) {
       for (int64_t t = 0; t < n; ++t)  // q_nope [n, nope] of head h
         std::copy_n(&q[size_t((t * D.H + h) * D.qk)], D.nope, &q_nope[size_t(t * D.nope)]);
@@ -104,7 +90,7 @@ void attention_forward(const ModelConfig& cfg, const AttentionWeights& w, int64_
   });
   mla_attend(MlaShape{D.H, D.r, D.rope, scale}, step.cache, layer, step.batch, q_lat.data(), q.data() + D.nope,
              D.H * D.qk, D.qk, ctx.data(), step.pool);
-  heads.resize(size_t(n * D.H * D.v));  // [n, H*v] per-head outputs, o_proj's input
+  std::vector<float> heads(size_t(n * D.H * D.v));  // [n, H*v] per-head outputs, o_proj's input
   step.pool.parallel_for(D.H, 1, [&](int64_t h0, int64_t h1) {
     for (int64_t h = h0; h < h1; ++h) {
       // W_UV, like W_UK above, stays exact on every path: the absorbed form's

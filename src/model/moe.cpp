@@ -55,7 +55,14 @@ void moe_end(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const S
 
 void moe_forward(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const Step& step,
                  ExpertBackend& experts, const float* x, float* y) {
-  MoeInFlight f;
+  // The calling thread's, reused from layer to layer (moe_begin sizes and
+  // fills every part): a 512-token prefill's routed outputs are 32 MiB on
+  // the bench model (n x top-k x d floats), at the allocator's mmap
+  // threshold, and when the heap's free top was smaller a fresh buffer per
+  // layer was a fresh mapping whose pages all faulted in (1x512 INT4
+  // prefill 620-710 -> 410-450 tokens/s, with ~10% of samples in page
+  // faults and their zero fill, in builds that differed only elsewhere).
+  thread_local MoeInFlight f;
   moe_begin(cfg, w, layer, step, experts, x, f);
   experts.serve();
   experts.end();
