@@ -15,7 +15,6 @@
 #include <sys/sysctl.h>
 #endif
 
-
 namespace trillion {
 namespace {
 
@@ -196,8 +195,9 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   job_n_ = n;
   job_chunk_ = chunk;
   const int64_t blocks = (n + chunk - 1) / chunk;
-  for (int64_t i = 0; i < size(); ++i) {
-    const uint64_t f = uint64_t(i < threads ? blocks * i / threads : 0), b = uint64_t(i < threads ? blocks * (i + 1) / threads : 0);
+  for (int64_t i = 0; i < size(); ++i) {  // threads past `threads` own none
+    const uint64_t f = uint64_t(std::min(i, threads) * blocks / threads);
+    const uint64_t b = uint64_t(std::min(i + 1, threads) * blocks / threads);
     shares_[i].blocks.store(f << 32 | b, std::memory_order_relaxed);
   }
   pending_.store(int(workers_.size()), std::memory_order_relaxed);

@@ -98,16 +98,9 @@ void mla_attend(const MlaShape& s, const KvCache& cache, int64_t layer, const Ba
   const int64_t n = batch.size(), H = s.heads, r = s.r;
   const int64_t item_bytes = H * (r * int64_t(sizeof(float)) + int64_t(sizeof(float) + sizeof(double)));
   const int64_t max_items = std::max<int64_t>(1, kPartialBudgetBytes / item_bytes);
-  // Reused by the calling thread from call to call (every element is
-  // written before it is read): no allocation and zero fill per layer.
-  // (References: a lambda run by a worker must see this thread's buffers,
-  // and it would name its own thread's thread_local directly.)
-  thread_local Partials mine;
-  thread_local std::vector<Item> my_items;
-  thread_local std::vector<int64_t> my_first;
-  Partials& P = mine;
-  std::vector<Item>& items = my_items;
-  std::vector<int64_t>& first = my_first;  // [rows of the group + 1]: each row's first item
+  Partials P;
+  std::vector<Item> items;
+  std::vector<int64_t> first;  // [rows of the group + 1]: each row's first item
   for (int64_t t0 = 0; t0 < n;) {
     // A group of rows whose chunks fit the budget (at least one row).
     items.clear();
@@ -133,7 +126,7 @@ void mla_attend(const MlaShape& s, const KvCache& cache, int64_t layer, const Ba
     // when there are enough of them.
     const int64_t parts = ni < pool.size() ? std::min(H, (pool.size() + ni - 1) / ni) : 1;
     pool.parallel_for(ni * parts, 1, [&](int64_t u0, int64_t u1) {
-      thread_local std::vector<float> sc;  // each thread's scores
+      std::vector<float> sc;
       for (int64_t u = u0; u < u1; ++u) {
         const int64_t i = u / parts, k = u % parts, h0 = H * k / parts, h1 = H * (k + 1) / parts;
         run_item(s, cache, layer, batch, q_lat, q_pe, pe_row, pe_head, items[size_t(i)], h0, h1, n, sc,

@@ -62,6 +62,8 @@ void moe_forward(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, con
   // layer was a fresh mapping whose pages all faulted in (1x512 INT4
   // prefill 620-710 -> 410-450 tokens/s, with ~10% of samples in page
   // faults and their zero fill, in builds that differed only elsewhere).
+  // The largest a step has needed stays allocated, as the heap keeps
+  // smaller freed blocks (common/allocator.hpp): a step's peak is unchanged.
   thread_local MoeInFlight f;
   moe_begin(cfg, w, layer, step, experts, x, f);
   experts.serve();
