@@ -31,8 +31,8 @@
 
 #include "common/allocator.hpp"
 #include "common/thread_pool.hpp"
+#include "b1_floor.hpp"
 #include "format/mapped_pages.hpp"
-#include "kernels/matmul.hpp"
 #include "model/linear.hpp"
 #include "model/local_experts.hpp"
 #include "model/transformer.hpp"
@@ -116,148 +116,6 @@ Costs measure_costs(const ModelConfig& cfg, TensorSource& src) {
   c.embed_row_bytes = qmatrix_bytes(w.embed) / std::max<int64_t>(1, w.embed.rows);
   return c;
 }
-
-// The batch-1 kernel floor: every matrix a one-token step streams (top_k
-// experts per MoE layer standing in for the chosen ones: pass p takes experts
-// p*top_k .. p*top_k + top_k - 1 mod the layer's count, so that, as routing
-// does, the passes together read every expert's pages rather than the same
-// few, which stay in the TLB), each as one pool product at
-// n=1 on the compute path the model uses for it (linear(); kv_b as the
-// absorbed attention runs it: per head W_UK^T and W_UV, on the exact float
-// path), in model order (so nothing stays cached), timed by part. The decode
-// step's time over this sum is what the model adds to its kernels.
-struct Floor {
-  struct Mat {
-    std::string part;
-    QMatrix m;
-    bool exact = false;  // always the float path
-    int64_t layer = -1;  // a routed expert's matrix: which of the layer's experts is the pass's choice
-    int64_t slot = -1;   // 0..top_k-1
-    int which = 0;       // gate, up, down
-    int absorbed = 0;  // kv_b's per-head W_UK^T q_nope (1) or W_UV ctx (2), as attention.cpp runs them
-  };
-  std::vector<Mat> mats;  // in model order
-  std::vector<std::vector<MlpWeights>> experts;  // [layer][expert]
-  int64_t top_k = 0;
-  int64_t heads = 0, nope = 0, v = 0, r = 0;  // the absorbed attention's shapes
-};
-
-Floor b1_floor_matrices(const ModelConfig& cfg, TensorSource& src) {
-  const ModelWeights w = ModelWeights::load(cfg, whole_model(cfg), src);
-  Floor f;
-  auto add = [&](const char* part, const QMatrix& m, bool exact = false) { f.mats.push_back({part, m, exact}); };
-  auto mlp = [&](const char* part, const MlpWeights& m) {
-    for (const QMatrix* q : {&m.gate, &m.up, &m.down}) add(part, *q);
-  };
-  for (const LayerWeights& L : w.layers) {
-    const AttentionWeights& a = L.attn;
-    for (const QMatrix* q : a.has_q_lora ? std::vector<const QMatrix*>{&a.q_a, &a.q_b} : std::vector<const QMatrix*>{&a.q})
-      add("attention", *q);
-    add("attention", a.kv_a);
-    f.mats.push_back({"W_UK", a.kv_b, true, -1, -1, 0, 1});  // kv_b's halves as attention.cpp runs them
-    f.mats.push_back({"W_UV", a.kv_b, true, -1, -1, 0, 2});
-    add("attention", a.o);
-    if (!L.is_moe) {
-      mlp("dense mlp", L.mlp);
-      continue;
-    }
-    add("router", L.moe.gate, true);
-    if (L.moe.has_shared) mlp("shared expert", L.moe.shared);
-    f.experts.resize(size_t(L.layer + 1));
-    for (int64_t e = 0; e < cfg.n_routed_experts; ++e) f.experts[size_t(L.layer)].push_back(load_expert(cfg, src, L.layer, e));
-    for (int64_t slot = 0; slot < cfg.num_experts_per_tok; ++slot)
-      for (int which = 0; which < 3; ++which) f.mats.push_back({"routed experts", QMatrix{}, false, L.layer, slot, which});
-  }
-  f.top_k = cfg.num_experts_per_tok;
-  f.heads = cfg.num_attention_heads, f.nope = cfg.qk_nope_head_dim, f.v = cfg.v_head_dim, f.r = cfg.kv_lora_rank;
-  add("lm_head", w.lm_head);
-  return f;
-}
-
-// Times passes over a Floor, one at a time, so they can interleave with the
-// decode steps they are compared with (same machine load for both).
-class FloorTimer {
- public:
-  FloorTimer(Floor f, ThreadPool& pool, Activations act) : f_(std::move(f)), pool_(pool), act_(act) {
-    int64_t rows = 0, cols = 0;
-    for (const Floor::Mat& fm : f_.mats) {
-      rows = std::max(rows, fm.m.rows), cols = std::max(cols, fm.m.cols);
-      if (std::find(parts_.begin(), parts_.end(), fm.part) == parts_.end()) parts_.push_back(fm.part);
-    }
-    for (const auto& layer : f_.experts)
-      for (const MlpWeights& w : layer)
-        for (const QMatrix* q : {&w.gate, &w.up, &w.down}) rows = std::max(rows, q->rows), cols = std::max(cols, q->cols);
-    x_.assign(size_t(cols), 0.01f);
-    y_.resize(size_t(std::max(rows, f_.heads * std::max(f_.r, f_.v))));
-    by_part_.resize(parts_.size());
-  }
-  void pass() {
-    std::vector<double> sec(parts_.size(), 0.0);
-    bytes_.assign(parts_.size(), 0.0);
-    for (const Floor::Mat& fm : f_.mats) {
-      const QMatrix& m = fm.layer < 0 ? fm.m : expert_matrix(fm);
-      const size_t part = size_t(std::find(parts_.begin(), parts_.end(), fm.part) - parts_.begin());
-      const auto t0 = Clock::now();
-      if (fm.absorbed)
-        absorbed(m, fm.absorbed);
-      else
-        linear(m, x_.data(), 1, y_.data(), fm.exact ? Activations::f32 : act_, pool_);
-      sec[part] += since(t0);
-      bytes_[part] += double(qmatrix_bytes(m)) * absorbed_share(fm.absorbed);
-    }
-    double total = 0;
-    for (size_t i = 0; i < parts_.size(); ++i) by_part_[i].push_back(sec[i]), total += sec[i];
-    totals_.push_back(total);
-  }
-  // The share of kv_b's bytes a product reads: per head, W_UK is its nope
-  // key rows and W_UV its v value rows.
-  double absorbed_share(int which) const {
-    if (which == 0) return 1.0;
-    return double(which == 1 ? f_.nope : f_.v) / double(f_.nope + f_.v);
-  }
-  // attention.cpp's two per-head products over kv_b at one token (exact path).
-  void absorbed(const QMatrix& kv_b, int which) {
-    const int64_t H = f_.heads, nope = f_.nope, v = f_.v, r = f_.r;
-    if (which == 1) pool_.parallel_for(H, 1, [&](int64_t h0, int64_t h1) {
-      for (int64_t h = h0; h < h1; ++h)
-        matmul_t_serial(kv_b.row_range(h * (nope + v), nope), x_.data(), 1, &y_[size_t(h * r)]);
-    });
-    if (which == 2) pool_.parallel_for(H, 1, [&](int64_t h0, int64_t h1) {
-      for (int64_t h = h0; h < h1; ++h)
-        matmul_serial(kv_b.row_range(h * (nope + v) + nope, v), x_.data(), 1, &y_[size_t(h * v)], H * v);
-    });
-  }
-  const QMatrix& expert_matrix(const Floor::Mat& fm) const {
-    const auto& layer = f_.experts[size_t(fm.layer)];
-    const MlpWeights& w = layer[size_t((int64_t(totals_.size()) * f_.top_k + fm.slot) % int64_t(layer.size()))];
-    return fm.which == 0 ? w.gate : fm.which == 1 ? w.up : w.down;
-  }
-  nlohmann::json json() const {  // medians over the passes
-    nlohmann::json j;
-    j["matmuls"] = f_.mats.size();
-    j["passes"] = totals_.size();
-    j["ms"] = median(totals_) * 1e3;
-    for (size_t i = 0; i < parts_.size(); ++i) {
-      j["parts_ms"][parts_[i]] = median(by_part_[i]) * 1e3;
-      j["parts_mb"][parts_[i]] = bytes_[i] / 1e6;  // the same every pass (experts of one layer are alike)
-    }
-    return j;
-  }
-
- private:
-  static double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-  }
-  Floor f_;
-  ThreadPool& pool_;
-  Activations act_;
-  std::vector<std::string> parts_;
-  std::vector<float> x_, y_;
-  std::vector<std::vector<double>> by_part_;
-  std::vector<double> bytes_;  // per part, of the last pass
-  std::vector<double> totals_;
-};
 
 // Passes requests through, counting per step the distinct experts each MoE
 // layer runs (their weights stream once per step), the (token, expert) pairs
@@ -513,8 +371,8 @@ int run(int argc, char** argv) {
                               ? static_cast<TensorSource&>(int8)
                               : *store;
   Bench bench(cfg, weights, pool, act);
-  std::unique_ptr<FloorTimer> floor_timer;
-  if (with_floor) floor_timer = std::make_unique<FloorTimer>(b1_floor_matrices(cfg, weights), pool, act);
+  std::unique_ptr<bench::FloorTimer> floor_timer;
+  if (with_floor) floor_timer = std::make_unique<bench::FloorTimer>(bench::b1_floor_matrices(cfg, weights), pool, act);
   const int64_t V = cfg.vocab_size;
 
   // The pool's round trip (wake the workers, wait for them) with no work: a
