@@ -10,11 +10,13 @@
 // actually performed, attention over the cache included.
 //   bench_model --model DIR [--threads 2] [--prefill-seqs 4 --prefill-len 128]
 //               [--context 32] [--batches 1,4,16,64] [--steps 16] [--reps 3]
-//               [--bandwidth GBPS] [--peak GFLOPS] [--floor] [--json FILE]
+//               [--bandwidth GBPS] [--peak GFLOPS] [--floor] [--phases] [--json FILE]
 // --floor also times every matrix of a batch-1 step alone (one pool matmul
 // each), interleaved with the batch-1 steps: the step's time over that sum is
-// what the model adds to (or saves on) its kernels.
+// what the model adds to (or saves on) its kernels. --phases also times each
+// step by phase (model/phase_times.hpp): where a step's time goes.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -147,6 +149,7 @@ class CountingExperts : public ExpertBackend {
 struct StepStats {
   double seconds = 0, expert_seconds = 0, head_seconds = 0, cpu_seconds = 0;
   int64_t tokens = 0, weight_bytes = 0, macs = 0, distinct_experts = 0;
+  std::array<double, size_t(Phase::count)> phase_seconds{};  // with --phases
 };
 
 class Bench {
@@ -157,6 +160,7 @@ class Bench {
         model_(cfg, whole_model(cfg), src, pool, &counting_, act) {}
 
   const Costs& costs() const { return costs_; }
+  void time_phases() { model_.time_phases(&phases_); }
 
   // Runs `batch` with tokens[n]; logits (and the greedy next token, written to
   // next[i]) for the rows listed in `head_rows`.
@@ -165,6 +169,7 @@ class Bench {
     const int64_t n = batch.size(), d = cfg_.hidden_size, V = cfg_.vocab_size, m = int64_t(head_rows.size());
     x_.resize(size_t(n * d));
     counting_.reset();
+    phases_.reset();
     const double cpu0 = cpu_seconds();
     const auto t0 = Clock::now();
     model_.embed(tokens.data(), n, x_.data());
@@ -186,6 +191,7 @@ class Bench {
       }
     }
     s.expert_seconds = counting_.seconds;
+    for (size_t i = 0; i < s.phase_seconds.size(); ++i) s.phase_seconds[i] = phases_.seconds(Phase(i));
     s.tokens = n;
     s.distinct_experts = counting_.experts;
     s.weight_bytes = costs_.fixed_bytes + counting_.bytes + (m ? costs_.head_bytes : 0) + n * costs_.embed_row_bytes;
@@ -205,6 +211,7 @@ class Bench {
   LocalExperts local_;
   CountingExperts counting_;
   Transformer model_;
+  PhaseTimes phases_;
   std::vector<float> x_, rows_, logits_;
 };
 
@@ -260,6 +267,15 @@ nlohmann::json summarize(const std::vector<StepStats>& steps, const Limits& lim,
   j["expert_share"] = med.expert_seconds / med.seconds;
   j["head_share"] = med.head_seconds / med.seconds;      // final norm + lm_head + argmax
   j["cpu_busy"] = med.cpu_seconds / (med.seconds * threads);  // 1: every thread busy the whole step
+  if (std::any_of(steps.begin(), steps.end(), [](const StepStats& x) { return x.phase_seconds[0] > 0; })) {
+    // Means over the steps (a median step's phases need not add up to it).
+    for (size_t i = 0; i < size_t(Phase::count); ++i) {
+      double sum = 0;
+      for (const StepStats& x : steps) sum += x.phase_seconds[i];
+      j["phases_ms"][phase_name(Phase(i))] = sum / double(steps.size()) * 1e3;
+    }
+    j["step_ms_mean"] = total_s / double(steps.size()) * 1e3;
+  }
   if (lim.gbps > 0) j["bandwidth_fraction"] = gbps / lim.gbps;
   if (lim.gflops > 0) j["peak_fraction"] = gflops / lim.gflops;
   return j;
@@ -279,6 +295,20 @@ void print_row(const std::string& what, const nlohmann::json& j) {
               frac(j, "bandwidth_fraction").c_str(), j["gflops"].get<double>(), frac(j, "peak_fraction").c_str(),
               100 * j["expert_share"].get<double>(), 100 * j["head_share"].get<double>(),
               100 * j["cpu_busy"].get<double>());
+  std::fflush(stdout);
+}
+
+// A step's mean time by phase (--phases), and what no phase covers.
+void print_phases(const nlohmann::json& j) {
+  double covered = 0;
+  std::printf("  ms a step by phase (mean of %d):", j["steps"].get<int>());
+  for (int i = 0; i < int(Phase::count); ++i) {  // in the step's order (JSON keeps its keys sorted)
+    const double ms = j["phases_ms"][phase_name(Phase(i))].get<double>();
+    std::printf(" %s %.3f,", phase_name(Phase(i)), ms);
+    covered += ms;
+  }
+  const double all = j["step_ms_mean"].get<double>();
+  std::printf(" other %.3f (of %.3f)\n", all - covered, all);
   std::fflush(stdout);
 }
 
@@ -324,7 +354,7 @@ std::vector<int> parse_list(const std::string& s) {
 
 int run(int argc, char** argv) {
   std::string model_dir, json_path, batches_arg = "1,4,16,64", activations = "auto";
-  bool with_floor = false;
+  bool with_floor = false, with_phases = false;
   int threads = 0, prefill_seqs = 4, prefill_len = 128, context = 32, steps = 16, reps = 3;
   Limits lim;
   for (int i = 1; i < argc; ++i) {
@@ -346,11 +376,14 @@ int run(int argc, char** argv) {
     else if (a == "--json") json_path = next();
     else if (a == "--activations") activations = next();
     else if (a == "--floor") with_floor = true;
+    else if (a == "--phases") with_phases = true;
     else {
       std::fprintf(stderr, "usage: bench_model --model DIR [--threads N] [--prefill-seqs S] [--prefill-len P]\n"
                            "  [--context C] [--batches 1,4,16,64] [--steps N] [--reps R] [--bandwidth GBPS]\n"
-                           "  [--peak GFLOPS] [--floor] [--json FILE] [--activations auto|f32|int8]\n"
-                           "--floor: also time each matrix of a batch-1 step alone (the kernels' floor)\n");
+                           "  [--peak GFLOPS] [--floor] [--phases] [--json FILE] [--activations auto|f32|int8]\n"
+                           "--floor: also time each matrix of a batch-1 step alone (the kernels' floor)\n"
+                           "--phases: also time each step by phase (attention projections, W_UK/W_UV, attend,\n"
+                           "  router, experts, dense mlp, head, and what none of them covers)\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
@@ -371,6 +404,7 @@ int run(int argc, char** argv) {
                               ? static_cast<TensorSource&>(int8)
                               : *store;
   Bench bench(cfg, weights, pool, act);
+  if (with_phases) bench.time_phases();
   std::unique_ptr<bench::FloorTimer> floor_timer;
   if (with_floor) floor_timer = std::make_unique<bench::FloorTimer>(bench::b1_floor_matrices(cfg, weights), pool, act);
   const int64_t V = cfg.vocab_size;
@@ -437,6 +471,7 @@ int run(int argc, char** argv) {
     j["context"] = context;
     out["decode"].push_back(j);
     print_row("decode b=" + std::to_string(B), j);
+    if (j.contains("phases_ms")) print_phases(j);
   }
   if (floor_timer) {
     if (std::find(batches.begin(), batches.end(), 1) == batches.end())  // no steps to interleave with

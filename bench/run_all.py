@@ -183,7 +183,7 @@ for key, fmt, act in model_runs():
         continue
     with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
         sh([os.path.join(bench_dir, "bench_model"), "--model", model, "--threads", args.threads, "--batches",
-            args.batches, "--bandwidth", bw, "--peak", peak, "--json", tmp.name, "--floor", "--activations", act,
+            args.batches, "--bandwidth", bw, "--peak", peak, "--json", tmp.name, "--floor", "--phases", "--activations", act,
             *model_args])
         m = json.load(open(tmp.name))
     m["activations"] = act
@@ -203,6 +203,11 @@ for key, fmt, act in model_runs():
         f = m["b1_floor"]
         print(f"        batch-1 step {dec[1]['step_ms_median']:.1f} ms = {dec[1]['step_ms_median'] / f['ms']:.2f} x its "
               f"kernels alone ({f['ms']:.1f} ms: " + ", ".join(f"{k} {v:.1f}" for k, v in f["parts_ms"].items()) + ")")
+    if 1 in dec and "phases_ms" in dec[1]:  # where the batch-1 step's time goes (means over its steps)
+        p = dec[1]["phases_ms"]
+        print(f"        batch-1 step by phase (ms, mean of {dec[1]['steps']}): " + ", ".join(
+            f"{k} {v:.2f}" for k, v in p.items()) + f", other {dec[1]['step_ms_mean'] - sum(p.values()):.2f} "
+            f"(of {dec[1]['step_ms_mean']:.2f})")
     checks = {"prefill_tokens_per_s": m["prefill"]["tokens_per_s"],
               "prefill_peak_fraction": m["prefill"].get("peak_fraction")}
     if 1 in dec:

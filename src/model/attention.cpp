@@ -28,8 +28,10 @@ std::vector<float> project_queries(const ModelConfig& cfg, const Dims& D, const 
     const int64_t ql = w.q_a.rows;
     for (int64_t t = 0; t < n; ++t) rmsnorm(&q_a[size_t(t * ql)], w.q_a_norm, cfg.rms_norm_eps, &q_a[size_t(t * ql)]);
     step.dump.dump(layer, "q_a_normed", q_a.data(), {n, ql});
+    const PhaseScope timed(step.times, Phase::attn_proj);
     linear(w.q_b, q_a.data(), n, q.data(), step.act, step.pool);
   } else {
+    const PhaseScope timed(step.times, Phase::attn_proj);
     linear(w.q, x, n, q.data(), step.act, step.pool);
   }
   const int64_t half = D.rope / 2;
@@ -69,8 +71,10 @@ void attention_forward(const ModelConfig& cfg, const AttentionWeights& w, int64_
   std::vector<float> kv(size_t(n * (D.r + D.rope))), q_a;
   if (w.has_q_lora) {
     q_a.resize(size_t(n * w.q_a.rows));
+    const PhaseScope timed(step.times, Phase::attn_proj);
     linear_pair(w.q_a, q_a.data(), w.kv_a, kv.data(), x, n, step.act, &step.pool);
   } else {
+    const PhaseScope timed(step.times, Phase::attn_proj);
     linear(w.kv_a, x, n, kv.data(), step.act, step.pool);
   }
   const std::vector<float> q = project_queries(cfg, D, w, layer, step, x, q_a);  // [n, H, nope + rope]
@@ -79,27 +83,37 @@ void attention_forward(const ModelConfig& cfg, const AttentionWeights& w, int64_
   // q_lat [H, n, r] = per head, q_nope . W_UK; then every head's softmax over
   // the cache at once (mla_attend.hpp); then o_h [n, v] = ctx . W_UV^T.
   std::vector<float> q_lat(size_t(D.H * n * D.r)), ctx(size_t(D.H * n * D.r));
-  step.pool.parallel_for(D.H, 1, [&](int64_t h0, int64_t h1) {
-    std::vector<float> q_nope(size_t(n * D.nope));
-    for (int64_t h = h0; h < h1; ++h) {
-      for (int64_t t = 0; t < n; ++t)  // q_nope [n, nope] of head h
-        std::copy_n(&q[size_t((t * D.H + h) * D.qk)], D.nope, &q_nope[size_t(t * D.nope)]);
-      const QMatrix w_uk = w.kv_b.row_range(h * (D.nope + D.v), D.nope);  // [nope, r]
-      matmul_t_serial(w_uk, q_nope.data(), n, &q_lat[size_t(h * n * D.r)]);
-    }
-  });
-  mla_attend(MlaShape{D.H, D.r, D.rope, scale}, step.cache, layer, step.batch, q_lat.data(), q.data() + D.nope,
-             D.H * D.qk, D.qk, ctx.data(), step.pool);
+  {
+    const PhaseScope timed(step.times, Phase::absorbed);
+    step.pool.parallel_for(D.H, 1, [&](int64_t h0, int64_t h1) {
+      std::vector<float> q_nope(size_t(n * D.nope));
+      for (int64_t h = h0; h < h1; ++h) {
+        for (int64_t t = 0; t < n; ++t)  // q_nope [n, nope] of head h
+          std::copy_n(&q[size_t((t * D.H + h) * D.qk)], D.nope, &q_nope[size_t(t * D.nope)]);
+        const QMatrix w_uk = w.kv_b.row_range(h * (D.nope + D.v), D.nope);  // [nope, r]
+        matmul_t_serial(w_uk, q_nope.data(), n, &q_lat[size_t(h * n * D.r)]);
+      }
+    });
+  }
+  {
+    const PhaseScope timed(step.times, Phase::attend);
+    mla_attend(MlaShape{D.H, D.r, D.rope, scale}, step.cache, layer, step.batch, q_lat.data(), q.data() + D.nope,
+               D.H * D.qk, D.qk, ctx.data(), step.pool);
+  }
   std::vector<float> heads(size_t(n * D.H * D.v));  // [n, H*v] per-head outputs, o_proj's input
-  step.pool.parallel_for(D.H, 1, [&](int64_t h0, int64_t h1) {
-    for (int64_t h = h0; h < h1; ++h) {
-      // W_UV, like W_UK above, stays exact on every path: the absorbed form's
-      // per-head products are small, and the reference has no such activation.
-      const QMatrix w_uv = w.kv_b.row_range(h * (D.nope + D.v) + D.nope, D.v);  // [v, r]
-      matmul_serial(w_uv, &ctx[size_t(h * n * D.r)], n, &heads[size_t(h * D.v)], D.H * D.v);
-    }
-  });
+  {
+    const PhaseScope timed(step.times, Phase::absorbed);
+    step.pool.parallel_for(D.H, 1, [&](int64_t h0, int64_t h1) {
+      for (int64_t h = h0; h < h1; ++h) {
+        // W_UV, like W_UK above, stays exact on every path: the absorbed form's
+        // per-head products are small, and the reference has no such activation.
+        const QMatrix w_uv = w.kv_b.row_range(h * (D.nope + D.v) + D.nope, D.v);  // [v, r]
+        matmul_serial(w_uv, &ctx[size_t(h * n * D.r)], n, &heads[size_t(h * D.v)], D.H * D.v);
+      }
+    });
+  }
   step.dump.dump(layer, "attn_heads", heads.data(), {n, D.H * D.v});
+  const PhaseScope timed(step.times, Phase::attn_proj);
   linear(w.o, heads.data(), n, out, step.act, step.pool);
 }
 

@@ -15,14 +15,17 @@ void moe_begin(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const
   const int64_t n = step.n(), d = cfg.hidden_size, E = cfg.n_routed_experts, k = cfg.num_experts_per_tok;
 
   std::vector<float> scores(size_t(n * E));  // [n, E] sigmoid(x . Wgate^T)
-  // The router stays exact on every path: a quantized score could flip an
-  // expert choice, a discrete change no tolerance covers.
-  matmul(w.gate, x, n, scores.data(), step.pool);
-  sigmoid_each(scores.data(), n * E);
   f.ids.assign(size_t(n * k), 0);
   f.weights.assign(size_t(n * k), 0.0f);
-  for (int64_t t = 0; t < n; ++t)
-    route_token(cfg, &scores[size_t(t * E)], w.bias, &f.ids[size_t(t * k)], &f.weights[size_t(t * k)]);
+  {
+    const PhaseScope timed(step.times, Phase::router);
+    // The router stays exact on every path: a quantized score could flip an
+    // expert choice, a discrete change no tolerance covers.
+    matmul(w.gate, x, n, scores.data(), step.pool);
+    sigmoid_each(scores.data(), n * E);
+    for (int64_t t = 0; t < n; ++t)
+      route_token(cfg, &scores[size_t(t * E)], w.bias, &f.ids[size_t(t * k)], &f.weights[size_t(t * k)]);
+  }
   step.dump.dump(layer, "router_scores", scores.data(), {n, E});
   step.dump.dump(layer, "router_weights", f.weights.data(), {n, k});
   if (step.dump.enabled()) {
@@ -36,6 +39,7 @@ void moe_begin(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const
     f.shared.resize(size_t(n * d));
     req.shared = &w.shared, req.shared_out = f.shared.data(), req.shared_done = &f.shared_done;
   }
+  const PhaseScope timed(step.times, Phase::experts);
   experts.begin(req);
 }
 
@@ -47,7 +51,10 @@ void moe_end(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, const S
     for (int64_t j = 0; j < k; ++j) axpy(f.weights[size_t(t * k + j)], &f.routed[size_t((t * k + j) * d)], y + t * d, d);
   step.dump.dump(layer, "moe_routed", y, {n, d});
   if (w.has_shared) {
-    if (!f.shared_done) mlp_forward(w.shared, x, n, f.shared.data(), step.act, step.pool);
+    if (!f.shared_done) {
+      const PhaseScope timed(step.times, Phase::experts);
+      mlp_forward(w.shared, x, n, f.shared.data(), step.act, step.pool);
+    }
     step.dump.dump(layer, "moe_shared", f.shared.data(), {n, d});
     add(y, f.shared.data(), n * d);
   }
@@ -66,8 +73,11 @@ void moe_forward(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, con
   // smaller freed blocks (common/allocator.hpp): a step's peak is unchanged.
   thread_local MoeInFlight f;
   moe_begin(cfg, w, layer, step, experts, x, f);
-  experts.serve();
-  experts.end();
+  {
+    const PhaseScope timed(step.times, Phase::experts);
+    experts.serve();
+    experts.end();
+  }
   moe_end(cfg, w, layer, step, f, x, y);
 }
 

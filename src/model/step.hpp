@@ -1,5 +1,5 @@
 // What one forward step's layers share: the batch's rows, their rotary
-// tables, the cache, the threads, the debug hook.
+// tables, the cache, the threads, the debug hook, the phase timer.
 #pragma once
 #include <cstdint>
 
@@ -8,6 +8,7 @@
 #include "model/dump.hpp"
 #include "model/kv_cache.hpp"
 #include "model/linear.hpp"
+#include "model/phase_times.hpp"
 #include "model/rope.hpp"
 
 namespace trillion {
@@ -21,6 +22,7 @@ struct Step {
   ThreadPool& pool;
   Activations act;        // the compute path of the weight products (linear.hpp)
   const Dumper& dump;
+  PhaseTimes* times = nullptr;  // where the step's phases add their time (null: not timed)
   int64_t n() const { return batch.size(); }
 };
 

@@ -72,8 +72,10 @@ void decoder_layer(const ModelConfig& cfg, const LayerWeights& layer, const Step
   attention_block(cfg, layer, step, x, h, delta);
   if (layer.is_moe)
     moe_forward(cfg, layer.moe, layer.layer, step, experts, h, delta);
-  else
+  else {
+    const PhaseScope timed(step.times, Phase::dense_mlp);
     mlp_forward(layer.mlp, h, step.n(), delta, step.act, step.pool);
+  }
   finish_layer(cfg, layer, step, x, delta);
 }
 
@@ -123,7 +125,7 @@ void Transformer::forward(const Batch& batch, float* x, KvCache& cache) {
   dump_->next_step();
   std::vector<float> cos(size_t(n * half)), sin(size_t(n * half));  // [n, rope/2]
   for (int64_t t = 0; t < n; ++t) rope_->tables(batch.rows[size_t(t)].pos, &cos[size_t(t * half)], &sin[size_t(t * half)]);
-  const Step step{batch, cos.data(), sin.data(), *rope_, cache, pool_, act_, *dump_};
+  const Step step{batch, cos.data(), sin.data(), *rope_, cache, pool_, act_, *dump_, phase_times_};
   dump_->dump(-1, "input", x, {n, d});
 
   std::vector<float> h(size_t(n * d)), delta(size_t(n * d));  // [n, d] normed input, sublayer output
@@ -131,6 +133,7 @@ void Transformer::forward(const Batch& batch, float* x, KvCache& cache) {
 }
 
 void Transformer::logits(const float* x, int64_t n, float* out) const {
+  const PhaseScope timed(phase_times_, Phase::head);
   std::vector<float> h(size_t(n * cfg_.hidden_size));  // [n, d]
   final_norm(x, n, h.data());
   head(h.data(), n, out);

@@ -14,6 +14,7 @@
 #include "model/kv_cache.hpp"
 #include "model/layer_range.hpp"
 #include "model/linear.hpp"
+#include "model/phase_times.hpp"
 #include "model/row_groups.hpp"
 #include "kernels/vector_ops.hpp"
 
@@ -88,6 +89,11 @@ class Transformer {
   // lm_head rows held: vocab_size, or a split head's share.
   int64_t head_rows() const { return range_.head_end(cfg_.vocab_size) - range_.head_begin(); }
 
+  // Adds each step's time by phase (model/phase_times.hpp) to `times` from
+  // now on (forward and logits); null stops. With row groups (set_groups)
+  // only the experts' start is timed: their exchange overlaps other groups.
+  void time_phases(PhaseTimes* times) { phase_times_ = times; }
+
  private:
   const ModelConfig& cfg_;
   LayerRange range_;
@@ -100,6 +106,7 @@ class Transformer {
   ExpertBackend* experts_;
   int groups_ = 1;
   int64_t min_group_rows_ = kMinGroupRows;
+  PhaseTimes* phase_times_ = nullptr;
 
   void forward_in_groups(const Batch& batch, float* x, KvCache& cache);
 };

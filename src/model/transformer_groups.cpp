@@ -97,7 +97,7 @@ void Transformer::forward_in_groups(const Batch& batch, float* x, KvCache& cache
       std::copy_n(x + g.rows[size_t(t)] * d, d, &g.x[size_t(t * d)]);
       rope_->tables(g.batch.rows[size_t(t)].pos, &g.cos[size_t(t * half)], &g.sin[size_t(t * half)]);
     }
-    steps.push_back(Step{g.batch, g.cos.data(), g.sin.data(), *rope_, cache, pool_, act_, *dump_});
+    steps.push_back(Step{g.batch, g.cos.data(), g.sin.data(), *rope_, cache, pool_, act_, *dump_, phase_times_});
   }
 
   // The MoE layer a group has out comes back: its outputs, the combine, the residual.

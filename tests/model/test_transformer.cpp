@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <chrono>
 #include <random>
 
 #include "common/error.hpp"
@@ -184,4 +185,37 @@ BOOST_AUTO_TEST_CASE(dump_hook_writes_intermediates) {
                         "step-00001/model.logits.npy"})
     BOOST_TEST(std::filesystem::exists(dir / f), f);
   std::filesystem::remove_all(dir);
+}
+
+// bench_model --phases: every phase of a step is timed, the phases add up to
+// no more than the step's wall time, and timing changes no bit.
+BOOST_AUTO_TEST_CASE(phase_timer_sees_every_phase_and_changes_no_bit) {
+  TinyModel m;
+  BOOST_REQUIRE(m.cfg.first_k_dense_replace >= 1);  // a dense layer, then MoE layers
+  BOOST_REQUIRE(m.cfg.num_hidden_layers > m.cfg.first_k_dense_replace);
+  ThreadPool pool(2);
+  Transformer model(m.cfg, LayerRange{0, m.cfg.num_hidden_layers, true, true}, m.source, pool);
+  const auto tokens = random_tokens(3, 5, int(m.cfg.vocab_size));
+  KvCache c1(m.cfg, model.range(), 1, 8);
+  const auto plain = run_step(model, c1, rows_of(0, 0, 3), tokens);
+
+  PhaseTimes times;
+  model.time_phases(&times);
+  KvCache c2(m.cfg, model.range(), 1, 8);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto timed = run_step(model, c2, rows_of(0, 0, 3), tokens);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  BOOST_TEST(same_bits(timed.data(), plain.data(), plain.size()));
+  double sum = 0;
+  for (int i = 0; i < int(Phase::count); ++i) {
+    BOOST_TEST(times.seconds(Phase(i)) > 0, phase_name(Phase(i)));
+    sum += times.seconds(Phase(i));
+  }
+  BOOST_TEST(sum <= wall);
+
+  model.time_phases(nullptr);  // off again: a step adds nothing
+  const PhaseTimes before = times;
+  KvCache c3(m.cfg, model.range(), 1, 8);
+  run_step(model, c3, rows_of(0, 0, 3), tokens);
+  for (int i = 0; i < int(Phase::count); ++i) BOOST_TEST(times.seconds(Phase(i)) == before.seconds(Phase(i)));
 }
