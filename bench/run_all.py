@@ -205,8 +205,10 @@ for key, fmt, act in model_runs():
               f"kernels alone ({f['ms']:.1f} ms: " + ", ".join(f"{k} {v:.1f}" for k, v in f["parts_ms"].items()) + ")")
     if 1 in dec and "phases_ms" in dec[1]:  # where the batch-1 step's time goes (means over its steps)
         p = dec[1]["phases_ms"]
+        order = ["attention projections", "W_UK/W_UV", "attend", "router", "experts", "dense mlp", "head"]
+        keys = [k for k in order if k in p] + sorted(k for k in p if k not in order)  # the step's order
         print(f"        batch-1 step by phase (ms, mean of {dec[1]['steps']}): " + ", ".join(
-            f"{k} {v:.2f}" for k, v in p.items()) + f", other {dec[1]['step_ms_mean'] - sum(p.values()):.2f} "
+            f"{k} {p[k]:.2f}" for k in keys) + f", other {dec[1]['step_ms_mean'] - sum(p.values()):.2f} "
             f"(of {dec[1]['step_ms_mean']:.2f})")
     checks = {"prefill_tokens_per_s": m["prefill"]["tokens_per_s"],
               "prefill_peak_fraction": m["prefill"].get("peak_fraction")}
