@@ -242,7 +242,8 @@ struct Limits {
   double gbps = 0, gflops = 0;  // 0: unknown, fractions left out
 };
 
-nlohmann::json summarize(const std::vector<StepStats>& steps, const Limits& lim, int threads) {
+// phases: the steps were timed by phase (--phases).
+nlohmann::json summarize(const std::vector<StepStats>& steps, const Limits& lim, int threads, bool phases) {
   // Median step by time: robust to the odd step slowed by other jobs on the machine.
   std::vector<StepStats> s = steps;
   std::sort(s.begin(), s.end(), [](const StepStats& a, const StepStats& b) { return a.seconds < b.seconds; });
@@ -267,7 +268,7 @@ nlohmann::json summarize(const std::vector<StepStats>& steps, const Limits& lim,
   j["expert_share"] = med.expert_seconds / med.seconds;
   j["head_share"] = med.head_seconds / med.seconds;      // final norm + lm_head + argmax
   j["cpu_busy"] = med.cpu_seconds / (med.seconds * threads);  // 1: every thread busy the whole step
-  if (std::any_of(steps.begin(), steps.end(), [](const StepStats& x) { return x.phase_seconds[0] > 0; })) {
+  if (phases) {
     // Means over the steps (a median step's phases need not add up to it).
     for (size_t i = 0; i < size_t(Phase::count); ++i) {
       double sum = 0;
@@ -441,7 +442,7 @@ int run(int argc, char** argv) {
     bench.step(p.batch, p.tokens, cache, p.heads, nullptr);
     std::vector<StepStats> runs;
     for (int r = 0; r < reps; ++r) runs.push_back(bench.step(p.batch, p.tokens, cache, p.heads, nullptr));
-    nlohmann::json j = summarize(runs, lim, pool.size());
+    nlohmann::json j = summarize(runs, lim, pool.size(), with_phases);
     j["sequences"] = prefill_seqs;
     j["prompt_len"] = prefill_len;
     out["prefill"] = j;
@@ -466,7 +467,7 @@ int run(int argc, char** argv) {
       runs.push_back(bench.step(b, in, cache, all, &next));
       if (floor_timer && B == 1) floor_timer->pass();  // right after the step it is compared with
     }
-    nlohmann::json j = summarize(runs, lim, pool.size());
+    nlohmann::json j = summarize(runs, lim, pool.size(), with_phases);
     j["batch"] = B;
     j["context"] = context;
     out["decode"].push_back(j);
