@@ -32,6 +32,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -286,11 +287,6 @@ if all(isinstance(result["model"].get(k), dict) for k in ("fp8", "int8")):
     print("FP8 vs INT8 in the table's runs, each on its faster path: " + ", ".join(cmp))
 
 
-def median(v):
-    v = sorted(v)
-    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
-
-
 # ---- FP8 against INT8, alternated: the table runs each model once, minutes
 # apart, and this machine's bandwidth drifts by a third within minutes (the
 # two ran 0.81-1.40x of each other from one run to the next at the same
@@ -310,9 +306,9 @@ if all(isinstance(result["model"].get(k), dict) for k in ("fp8xq8", "int8xq8")):
     alt = {}
     for batch in rates["fp8"][0]:
         r = [f[batch] / i[batch] for f, i in zip(rates["fp8"], rates["int8"])]
-        alt[batch] = {"median": median(r), "min": min(r), "max": max(r),
-                      "fp8_tokens_per_s": median([f[batch] for f in rates["fp8"]]),
-                      "int8_tokens_per_s": median([i[batch] for i in rates["int8"]])}
+        alt[batch] = {"median": statistics.median(r), "min": min(r), "max": max(r),
+                      "fp8_tokens_per_s": statistics.median([f[batch] for f in rates["fp8"]]),
+                      "int8_tokens_per_s": statistics.median([i[batch] for i in rates["int8"]])}
     result["fp8_over_int8_alternated"] = {"rounds": rounds, "by_batch": alt}
     print(f"FP8 vs INT8 alternated ({rounds} rounds each, int8 path; goal >= 1.00x): " + ", ".join(
         f"b{b} {a['median']:.2f}x ({a['min']:.2f}-{a['max']:.2f})" for b, a in alt.items()))
