@@ -10,11 +10,15 @@
 // actually performed, attention over the cache included.
 //   bench_model --model DIR [--threads 2] [--prefill-seqs 4 --prefill-len 128]
 //               [--context 32] [--batches 1,4,16,64] [--steps 16] [--reps 3]
-//               [--bandwidth GBPS] [--peak GFLOPS] [--floor] [--phases] [--json FILE]
+//               [--bandwidth GBPS] [--peak GFLOPS] [--floor] [--phases] [--read-probe]
+//               [--json FILE]
 // --floor also times every matrix of a batch-1 step alone (one pool matmul
 // each), interleaved with the batch-1 steps: the step's time over that sum is
 // what the model adds to (or saves on) its kernels. --phases also times each
 // step by phase (model/phase_times.hpp): where a step's time goes.
+// --read-probe also reads a large array after every other decode step (the read
+// probe, bench/alternate_read.hpp): whether a step streams at what the memory
+// system gives at its moment.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -33,7 +37,9 @@
 
 #include "common/allocator.hpp"
 #include "common/thread_pool.hpp"
+#include "alternate_read.hpp"
 #include "b1_floor.hpp"
+#include "bench_flags.hpp"
 #include "format/mapped_pages.hpp"
 #include "model/linear.hpp"
 #include "model/local_experts.hpp"
@@ -313,49 +319,12 @@ void print_phases(const nlohmann::json& j) {
   std::fflush(stdout);
 }
 
-// A whole number >= lo for `flag`, or an error that names the flag and the value.
-int whole_at_least(const std::string& flag, const std::string& v, int lo) {
-  size_t used = 0;
-  int x = 0;
-  try {
-    x = std::stoi(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != v.size() || x < lo)
-    throw std::runtime_error(flag + " '" + v + "': expected a whole number >= " + std::to_string(lo));
-  return x;
-}
-
-double positive_number(const std::string& flag, const std::string& v) {
-  size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != v.size() || !(x > 0))
-    throw std::runtime_error(flag + " '" + v + "': expected a number > 0");
-  return x;
-}
-
-std::vector<int> parse_list(const std::string& s) {
-  std::vector<int> v;
-  for (size_t i = 0; i <= s.size();) {
-    size_t j = s.find(',', i);
-    if (j == std::string::npos) j = s.size();
-    v.push_back(whole_at_least("--batches", s.substr(i, j - i), 1));
-    i = j + 1;
-  }
-  return v;
-}
-
 }  // namespace
 
 int run(int argc, char** argv) {
+  using bench::whole_at_least, bench::positive_number;
   std::string model_dir, json_path, batches_arg = "1,4,16,64", activations = "auto";
-  bool with_floor = false, with_phases = false;
+  bool with_floor = false, with_phases = false, with_reads = false;
   int threads = 0, prefill_seqs = 4, prefill_len = 128, context = 32, steps = 16, reps = 3;
   Limits lim;
   for (int i = 1; i < argc; ++i) {
@@ -378,13 +347,17 @@ int run(int argc, char** argv) {
     else if (a == "--activations") activations = next();
     else if (a == "--floor") with_floor = true;
     else if (a == "--phases") with_phases = true;
+    else if (a == "--read-probe") with_reads = true;
     else {
       std::fprintf(stderr, "usage: bench_model --model DIR [--threads N] [--prefill-seqs S] [--prefill-len P]\n"
                            "  [--context C] [--batches 1,4,16,64] [--steps N] [--reps R] [--bandwidth GBPS]\n"
-                           "  [--peak GFLOPS] [--floor] [--phases] [--json FILE] [--activations auto|f32|int8]\n"
+                           "  [--peak GFLOPS] [--floor] [--phases] [--read-probe] [--json FILE]\n"
+                           "  [--activations auto|f32|int8]\n"
                            "--floor: also time each matrix of a batch-1 step alone (the kernels' floor)\n"
                            "--phases: also time each step by phase (attention projections, W_UK/W_UV, attend,\n"
-                           "  router, experts, dense mlp, head, and what none of them covers)\n");
+                           "  router, experts, dense mlp, head, and what none of them covers)\n"
+                           "--read-probe: also read a 256 MiB array after every other decode step (each step's\n"
+                           "  GB/s against what a plain reader got right after it)\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
@@ -392,7 +365,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "bench_model: --model DIR is required\n");
     return 2;
   }
-  const std::vector<int> batches = parse_list(batches_arg);  // before anything large is loaded
+  const std::vector<int> batches = bench::parse_list("--batches", batches_arg);  // before anything large is loaded
   // Checksums off: hashing would stream every tensor once more at first use.
   auto store = ModelStore::open(model_dir, StoreOptions{false});
   const ModelConfig& cfg = store->config();
@@ -408,6 +381,9 @@ int run(int argc, char** argv) {
   if (with_phases) bench.time_phases();
   std::unique_ptr<bench::FloorTimer> floor_timer;
   if (with_floor) floor_timer = std::make_unique<bench::FloorTimer>(bench::b1_floor_matrices(cfg, weights), pool, act);
+  // 256 MiB: 8x this machine's last-level cache, and a read as long as a batch-1 step.
+  std::unique_ptr<bench::AlternateRead> reads;
+  if (with_reads) reads = std::make_unique<bench::AlternateRead>(pool, 256);
   const int64_t V = cfg.vocab_size;
 
   // The pool's round trip (wake the workers, wait for them) with no work: a
@@ -460,19 +436,41 @@ int run(int argc, char** argv) {
     std::vector<int64_t> all(static_cast<size_t>(B));
     for (int s = 0; s < B; ++s) all[size_t(s)] = s;
     std::vector<StepStats> runs;
+    // The probes (--floor's passes at batch 1, --read-probe's reads) run
+    // after every other step, right after the step they are compared with,
+    // and the step after each is left out of the figures: they stream
+    // hundreds of MB, which evicts what a step finds in cache (INT4 batch 1
+    // ran ~7% slower right after a read).
+    const bool probing = (floor_timer && B == 1) || reads;
+    bool probed = false;  // after the step before
     for (int t = 0; t < steps; ++t) {
       Batch b;
       for (int s = 0; s < B; ++s) b.rows.push_back({s, context + t});
       const std::vector<int32_t> in = next;
-      runs.push_back(bench.step(b, in, cache, all, &next));
-      if (floor_timer && B == 1) floor_timer->pass();  // right after the step it is compared with
+      const StepStats st = bench.step(b, in, cache, all, &next);
+      if (std::exchange(probed, false)) continue;
+      runs.push_back(st);
+      if (!probing || (t % 2 == 0 && t + 1 < steps)) continue;  // the last step is always probed
+      probed = true;
+      if (floor_timer && B == 1) floor_timer->pass();
+      if (reads) reads->after_step(double(st.weight_bytes) / st.seconds / 1e9);
     }
     nlohmann::json j = summarize(runs, lim, pool.size(), with_phases);
     j["batch"] = B;
     j["context"] = context;
+    if (reads) j["read_alternated"] = reads->take();
     out["decode"].push_back(j);
     print_row("decode b=" + std::to_string(B), j);
     if (j.contains("phases_ms")) print_phases(j);
+    if (reads) {
+      const nlohmann::json& r = j["read_alternated"];
+      std::printf("  reads after its steps: %.1f GB/s median (%.1f-%.1f); a step's GB/s over the read after it: "
+                  "%.0f%% (median of %d), correlation %.2f\n", r["read_gbps_median"].get<double>(),
+                  r["read_gbps_min"].get<double>(), r["read_gbps_max"].get<double>(),
+                  100 * r["step_over_read_median"].get<double>(), r["reads"].get<int>(),
+                  r["step_read_correlation"].get<double>());
+      std::fflush(stdout);
+    }
   }
   if (floor_timer) {
     if (std::find(batches.begin(), batches.end(), 1) == batches.end())  // no steps to interleave with

@@ -184,7 +184,8 @@ for key, fmt, act in model_runs():
         continue
     with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
         sh([os.path.join(bench_dir, "bench_model"), "--model", model, "--threads", args.threads, "--batches",
-            args.batches, "--bandwidth", bw, "--peak", peak, "--json", tmp.name, "--floor", "--phases", "--activations", act,
+            args.batches, "--bandwidth", bw, "--peak", peak, "--json", tmp.name, "--floor", "--phases", "--read-probe",
+            "--activations", act,
             *model_args])
         m = json.load(open(tmp.name))
     m["activations"] = act
@@ -211,6 +212,11 @@ for key, fmt, act in model_runs():
         print(f"        batch-1 step by phase (ms, mean of {dec[1]['steps']}): " + ", ".join(
             f"{k} {p[k]:.2f}" for k in keys) + f", other {dec[1]['step_ms_mean'] - sum(p.values()):.2f} "
             f"(of {dec[1]['step_ms_mean']:.2f})")
+    if 1 in dec and dec[1].get("read_alternated"):  # does the step follow the machine's moment? (alternate_read.hpp)
+        r = dec[1]["read_alternated"]
+        print(f"        batch-1 step over a read right after it: {r['step_over_read_median']:.0%} (median of "
+              f"{r['reads']}; the reads {r['read_gbps_median']:.1f} GB/s median, {r['read_gbps_min']:.1f}-"
+              f"{r['read_gbps_max']:.1f}; correlation of step and read {r['step_read_correlation']:.2f})")
     checks = {"prefill_tokens_per_s": m["prefill"]["tokens_per_s"],
               "prefill_peak_fraction": m["prefill"].get("peak_fraction")}
     if 1 in dec:

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/error.hpp"
 #include "kernels/kernel_table.hpp"
 
 #if defined(__x86_64__)
@@ -156,6 +157,17 @@ double read_gbps(const std::vector<float*>& parts, size_t per_thread, int reps, 
     best = std::max(best, double(parts.size() * per_thread * sizeof(float)) / s / 1e9);
   }
   return best;
+}
+
+double read_gbps_once(ThreadPool& pool, const std::vector<float*>& parts, size_t per_thread, int streams) {
+  if (int(parts.size()) != pool.size()) throw Error("read_gbps_once: one part per pool thread");
+  const auto t0 = clock_type::now();
+  pool.parallel_for(pool.size(), 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t)
+      g_sink = streams == 4 ? sum4_avx2(parts[size_t(t)], per_thread) : sum_avx2(parts[size_t(t)], per_thread);
+  });
+  const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  return double(parts.size() * per_thread * sizeof(float)) / s / 1e9;
 }
 
 double fma_gflops(int threads) {

@@ -6,12 +6,19 @@
 #include <cstddef>
 #include <vector>
 
+#include "common/thread_pool.hpp"
+
 namespace trillion {
 
 // Best GB/s (1e9 bytes/s) of `reps` concurrent sums, one thread per part, of
 // per_thread floats each; streams: 1 (one sequential pass) or 4 (the part's
 // quarters at once).
 double read_gbps(const std::vector<float*>& parts, size_t per_thread, int reps, int streams);
+
+// One read as read_gbps's, on the pool's threads (parts: one per thread), so
+// that a caller whose pool spins between its calls (common/thread_pool.hpp)
+// does not read against its own spinning workers. GB/s.
+double read_gbps_once(ThreadPool& pool, const std::vector<float*>& parts, size_t per_thread, int streams);
 
 // Best GFLOP/s of FP32 FMA chains on `threads` threads: 256-bit FMAs, and
 // 512-bit ones where the avx512 kernels run; the better of the two.
