@@ -11,14 +11,17 @@
 //   bench_model --model DIR [--threads 2] [--prefill-seqs 4 --prefill-len 128]
 //               [--context 32] [--batches 1,4,16,64] [--steps 16] [--reps 3]
 //               [--bandwidth GBPS] [--peak GFLOPS] [--floor] [--phases] [--read-probe]
-//               [--json FILE]
+//               [--json FILE] [--versus DIR [--copy-versus]]
 // --floor also times every matrix of a batch-1 step alone (one pool matmul
 // each), interleaved with the batch-1 steps: the step's time over that sum is
 // what the model adds to (or saves on) its kernels. --phases also times each
 // step by phase (model/phase_times.hpp): where a step's time goes.
 // --read-probe also reads a large array after every other decode step (the read
 // probe, bench/alternate_read.hpp): whether a step streams at what the memory
-// system gives at its moment.
+// system gives at its moment. --versus DIR: instead of the table, decode
+// steps of the two models in turn (bench/model_versus.hpp), the ratio taken
+// pair by pair; --copy-versus holds DIR's weights as an FP8 model's int8
+// copy is held (bench/arena_copy.hpp).
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -40,6 +43,8 @@
 #include "alternate_read.hpp"
 #include "b1_floor.hpp"
 #include "bench_flags.hpp"
+#include "model_step.hpp"
+#include "model_versus.hpp"
 #include "format/mapped_pages.hpp"
 #include "model/linear.hpp"
 #include "model/local_experts.hpp"
@@ -53,196 +58,7 @@ using namespace trillion;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// CPU seconds of the whole process (every thread): with wall time, how busy
-// the pool's threads were (waits on dispatch, serial sections, imbalance).
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
-LayerRange whole_model(const ModelConfig& cfg) { return LayerRange{0, cfg.num_hidden_layers, true, true}; }
-
-int64_t vec_bytes(const VecView& v) { return v.size * (v.dtype == DType::BF16 ? 2 : 4); }
-int64_t mlp_bytes(const MlpWeights& m) { return qmatrix_bytes(m.gate) + qmatrix_bytes(m.up) + qmatrix_bytes(m.down); }
-int64_t mlp_macs(const MlpWeights& m) { return 3 * m.gate.rows * m.gate.cols; }
-
-// What one step costs, apart from the routed experts and the attention over
-// the cache (which depend on the step's tokens).
-struct Costs {
-  int64_t fixed_bytes = 0;  // every non-routed matrix and norm, once per step (no lm_head)
-  int64_t fixed_macs = 0;   // their multiply-adds per token
-  int64_t head_bytes = 0;   // final norm + lm_head, per step that asks for logits
-  int64_t head_macs = 0;    // per logits row
-  int64_t embed_row_bytes = 0;
-  std::vector<int64_t> expert_bytes;  // [layer] one routed expert's bytes (0: dense layer)
-  int64_t expert_macs = 0;            // one routed expert's multiply-adds per token
-};
-
-Costs measure_costs(const ModelConfig& cfg, TensorSource& src) {
-  const ModelWeights w = ModelWeights::load(cfg, whole_model(cfg), src);
-  Costs c;
-  auto linear = [&](const QMatrix& m) {
-    c.fixed_bytes += qmatrix_bytes(m);
-    c.fixed_macs += m.rows * m.cols;
-  };
-  for (const LayerWeights& L : w.layers) {
-    c.fixed_bytes += vec_bytes(L.input_norm) + vec_bytes(L.post_attn_norm);
-    const AttentionWeights& a = L.attn;
-    if (a.has_q_lora) {
-      linear(a.q_a);
-      linear(a.q_b);
-      c.fixed_bytes += vec_bytes(a.q_a_norm);
-    } else {
-      linear(a.q);
-    }
-    linear(a.kv_a);
-    linear(a.o);
-    c.fixed_bytes += qmatrix_bytes(a.kv_b) + vec_bytes(a.kv_a_norm);
-    // kv_b per head: W_UK^T q_nope (nope x r) and W_UV ctx (v x r); counted with attention.
-    if (L.is_moe) {
-      linear(L.moe.gate);
-      c.fixed_bytes += vec_bytes(L.moe.bias);
-      if (L.moe.has_shared) {
-        c.fixed_bytes += mlp_bytes(L.moe.shared);
-        c.fixed_macs += mlp_macs(L.moe.shared);
-      }
-      const MlpWeights e = load_expert(cfg, src, L.layer, 0);  // every expert of a layer has one format
-      c.expert_bytes.push_back(mlp_bytes(e));
-      c.expert_macs = mlp_macs(e);
-    } else {
-      c.fixed_bytes += mlp_bytes(L.mlp);
-      c.fixed_macs += mlp_macs(L.mlp);
-      c.expert_bytes.push_back(0);
-    }
-  }
-  c.head_bytes = qmatrix_bytes(w.lm_head) + vec_bytes(w.final_norm);
-  c.head_macs = w.lm_head.rows * w.lm_head.cols;
-  c.embed_row_bytes = qmatrix_bytes(w.embed) / std::max<int64_t>(1, w.embed.rows);
-  return c;
-}
-
-// Passes requests through, counting per step the distinct experts each MoE
-// layer runs (their weights stream once per step), the (token, expert) pairs
-// (their FLOP) and the time spent inside the backend.
-class CountingExperts : public ExpertBackend {
- public:
-  CountingExperts(ExpertBackend& inner, const Costs& costs) : inner_(inner), costs_(costs) {}
-  void run(const ExpertRequest& req) override {
-    const auto t0 = Clock::now();
-    inner_.run(req);
-    seconds += since(t0);
-    std::vector<int32_t> ids(req.ids, req.ids + req.n * req.top_k);
-    std::sort(ids.begin(), ids.end());
-    const int64_t distinct = std::unique(ids.begin(), ids.end()) - ids.begin();
-    bytes += distinct * costs_.expert_bytes[size_t(req.layer)];
-    macs += req.n * req.top_k * costs_.expert_macs;
-    experts += distinct;
-  }
-  void reset() { bytes = macs = experts = 0, seconds = 0; }
-  int64_t bytes = 0, macs = 0, experts = 0;
-  double seconds = 0;
-
- private:
-  ExpertBackend& inner_;
-  const Costs& costs_;
-};
-
-// One timed step's figures.
-struct StepStats {
-  double seconds = 0, expert_seconds = 0, head_seconds = 0, cpu_seconds = 0;
-  int64_t tokens = 0, weight_bytes = 0, macs = 0, distinct_experts = 0;
-  std::array<double, size_t(Phase::count)> phase_seconds{};  // with --phases
-};
-
-class Bench {
- public:
-  Bench(const ModelConfig& cfg, TensorSource& src, ThreadPool& pool, Activations act)
-      : cfg_(cfg), costs_(measure_costs(cfg, src)),
-        local_(cfg, whole_model(cfg), src, pool, act), counting_(local_, costs_),
-        model_(cfg, whole_model(cfg), src, pool, &counting_, act) {}
-
-  const Costs& costs() const { return costs_; }
-  void time_phases() { model_.time_phases(&phases_); }
-
-  // Runs `batch` with tokens[n]; logits (and the greedy next token, written to
-  // next[i]) for the rows listed in `head_rows`.
-  StepStats step(const Batch& batch, const std::vector<int32_t>& tokens, KvCache& cache,
-                 const std::vector<int64_t>& head_rows, std::vector<int32_t>* next) {
-    const int64_t n = batch.size(), d = cfg_.hidden_size, V = cfg_.vocab_size, m = int64_t(head_rows.size());
-    x_.resize(size_t(n * d));
-    counting_.reset();
-    phases_.reset();
-    const double cpu0 = cpu_seconds();
-    const auto t0 = Clock::now();
-    model_.embed(tokens.data(), n, x_.data());
-    model_.forward(batch, x_.data(), cache);
-    const auto th = Clock::now();
-    rows_.resize(size_t(m * d));
-    for (int64_t i = 0; i < m; ++i) std::copy_n(&x_[size_t(head_rows[size_t(i)] * d)], d, &rows_[size_t(i * d)]);
-    logits_.resize(size_t(m * V));
-    if (m) model_.logits(rows_.data(), m, logits_.data());
-    StepStats s;
-    s.seconds = since(t0);
-    s.head_seconds = since(th);
-    s.cpu_seconds = cpu_seconds() - cpu0;
-    if (next) {
-      next->resize(size_t(m));
-      for (int64_t i = 0; i < m; ++i) {
-        const float* l = &logits_[size_t(i * V)];
-        (*next)[size_t(i)] = int32_t(std::max_element(l, l + V) - l);
-      }
-    }
-    s.expert_seconds = counting_.seconds;
-    for (size_t i = 0; i < s.phase_seconds.size(); ++i) s.phase_seconds[i] = phases_.seconds(Phase(i));
-    s.tokens = n;
-    s.distinct_experts = counting_.experts;
-    s.weight_bytes = costs_.fixed_bytes + counting_.bytes + (m ? costs_.head_bytes : 0) + n * costs_.embed_row_bytes;
-    // Attention over the cache, per row, head and cached position: q_lat . c_kv
-    // (r) + q_pe . k_pe (rope) + p c_kv (r); per row and head W_UK^T and W_UV.
-    const int64_t H = cfg_.num_attention_heads, r = cfg_.kv_lora_rank, rope = cfg_.qk_rope_head_dim;
-    int64_t attn = 0;
-    for (const TokenRow& row : batch.rows)
-      attn += H * ((int64_t(row.pos) + 1) * (2 * r + rope) + (cfg_.qk_nope_head_dim + cfg_.v_head_dim) * r);
-    s.macs = n * costs_.fixed_macs + counting_.macs + m * costs_.head_macs + cfg_.num_hidden_layers * attn;
-    return s;
-  }
-
- private:
-  const ModelConfig& cfg_;
-  Costs costs_;
-  LocalExperts local_;
-  CountingExperts counting_;
-  Transformer model_;
-  PhaseTimes phases_;
-  std::vector<float> x_, rows_, logits_;
-};
-
-// Deterministic prompt tokens (any ids work on random weights).
-int32_t token_of(int64_t seq, int64_t pos, int64_t vocab) { return int32_t((seq * 7919 + pos * 104729 + 1) % vocab); }
-
-// `seqs` prompts of `len` tokens each in one step: the rows, their tokens, and
-// the last row of each sequence (whose logits the engine would sample).
-struct Prompts {
-  Batch batch;
-  std::vector<int32_t> tokens;
-  std::vector<int64_t> heads;
-};
-
-Prompts prompts(int64_t seqs, int64_t len, int64_t vocab) {
-  Prompts p;
-  for (int64_t s = 0; s < seqs; ++s) {
-    for (int64_t pos = 0; pos < len; ++pos) {
-      p.batch.rows.push_back({int32_t(s), int32_t(pos)});
-      p.tokens.push_back(token_of(s, pos, vocab));
-    }
-    p.heads.push_back(int64_t(p.batch.rows.size()) - 1);
-  }
-  return p;
-}
+using bench::Bench, bench::Clock, bench::Prompts, bench::StepStats, bench::prompts, bench::since, bench::whole_model;
 
 struct Limits {
   double gbps = 0, gflops = 0;  // 0: unknown, fractions left out
@@ -323,8 +139,8 @@ void print_phases(const nlohmann::json& j) {
 
 int run(int argc, char** argv) {
   using bench::whole_at_least, bench::positive_number;
-  std::string model_dir, json_path, batches_arg = "1,4,16,64", activations = "auto";
-  bool with_floor = false, with_phases = false, with_reads = false;
+  std::string model_dir, versus_dir, json_path, batches_arg = "1,4,16,64", activations = "auto";
+  bool with_floor = false, with_phases = false, with_reads = false, copy_versus = false;
   int threads = 0, prefill_seqs = 4, prefill_len = 128, context = 32, steps = 16, reps = 3;
   Limits lim;
   for (int i = 1; i < argc; ++i) {
@@ -348,16 +164,22 @@ int run(int argc, char** argv) {
     else if (a == "--floor") with_floor = true;
     else if (a == "--phases") with_phases = true;
     else if (a == "--read-probe") with_reads = true;
+    else if (a == "--versus") versus_dir = next();
+    else if (a == "--copy-versus") copy_versus = true;
     else {
       std::fprintf(stderr, "usage: bench_model --model DIR [--threads N] [--prefill-seqs S] [--prefill-len P]\n"
                            "  [--context C] [--batches 1,4,16,64] [--steps N] [--reps R] [--bandwidth GBPS]\n"
                            "  [--peak GFLOPS] [--floor] [--phases] [--read-probe] [--json FILE]\n"
-                           "  [--activations auto|f32|int8]\n"
+                           "  [--activations auto|f32|int8] [--versus DIR [--copy-versus]]\n"
                            "--floor: also time each matrix of a batch-1 step alone (the kernels' floor)\n"
                            "--phases: also time each step by phase (attention projections, W_UK/W_UV, attend,\n"
                            "  router, experts, dense mlp, head, and what none of them covers)\n"
                            "--read-probe: also read a 256 MiB array after every other decode step (each step's\n"
-                           "  GB/s against what a plain reader got right after it)\n");
+                           "  GB/s against what a plain reader got right after it)\n"
+                           "--versus DIR: instead of the table, decode steps of --model and DIR in turn at each\n"
+                           "  batch: each model's tokens/s and the first's over the second's, pair by pair\n"
+                           "--copy-versus: the --versus model's weights copied into anonymous memory at load, where\n"
+                           "  an FP8 model's int8 copy lives (with DIR = --model's: what placement alone costs)\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
@@ -366,18 +188,25 @@ int run(int argc, char** argv) {
     return 2;
   }
   const std::vector<int> batches = bench::parse_list("--batches", batches_arg);  // before anything large is loaded
-  // Checksums off: hashing would stream every tensor once more at first use.
-  auto store = ModelStore::open(model_dir, StoreOptions{false});
-  const ModelConfig& cfg = store->config();
+  if (!versus_dir.empty()) ModelStore::open(versus_dir, StoreOptions{false});  // a wrong DIR fails before any load
   ThreadPool pool(threads);
-  const Activations act = resolve_activations(activations, store->manifest().weight_format);
+  bench::LoadedModel loaded(model_dir, pool, activations);
+  const ModelConfig& cfg = loaded.config();
+  const Activations act = loaded.act;
+  TensorSource& weights = *loaded.weights;
+  Bench& bench = *loaded.bench;
   std::printf("compute path: %s\n", to_string(act));
-  // As a run does (app/cluster.cpp): FP8 models on the int8 path read their linears as int8 groups.
-  Int8FromFp8Source int8(*store, &pool);
-  TensorSource& weights = requantizes_fp8(act, store->manifest().weight_format)
-                              ? static_cast<TensorSource&>(int8)
-                              : *store;
-  Bench bench(cfg, weights, pool, act);
+  if (!versus_dir.empty()) {
+    bench::LoadedModel other(versus_dir, pool, activations, copy_versus);
+    if (with_phases) bench.time_phases(), other.bench->time_phases();
+    std::printf("A %s, B %s%s (compute path %s), %d thread(s); decode steps in turn\n", model_dir.c_str(),
+                versus_dir.c_str(), copy_versus ? " copied to anonymous memory" : "", to_string(other.act), pool.size());
+    const nlohmann::json j{{"model", model_dir}, {"versus", versus_dir}, {"versus_copied", copy_versus},
+                           {"threads", pool.size()},
+                           {"decode", bench::decode_versus(loaded, other, batches, context, steps, with_phases)}};
+    if (!json_path.empty()) std::ofstream(json_path) << j.dump(2) << "\n";
+    return 0;
+  }
   if (with_phases) bench.time_phases();
   std::unique_ptr<bench::FloorTimer> floor_timer;
   if (with_floor) floor_timer = std::make_unique<bench::FloorTimer>(bench::b1_floor_matrices(cfg, weights), pool, act);
