@@ -3,16 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "bench_stats.hpp"
 #include "calibrate/memory_probe.hpp"
 
 namespace trillion::bench {
 
 namespace {
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 // Pearson's r of the pairs (x[i], y[i]); 0 when either does not vary.
 double correlation(const std::vector<double>& x, const std::vector<double>& y) {
   const double n = double(x.size());

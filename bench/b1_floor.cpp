@@ -1,23 +1,12 @@
 #include "b1_floor.hpp"
 
 #include <algorithm>
-#include <chrono>
 
+#include "bench_stats.hpp"
 #include "kernels/matmul.hpp"
 #include "model/layer_range.hpp"
 
 namespace trillion::bench {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-}  // namespace
 
 Floor b1_floor_matrices(const ModelConfig& cfg, TensorSource& src) {
   const ModelWeights w = ModelWeights::load(cfg, LayerRange{0, cfg.num_hidden_layers, true, true}, src);

@@ -34,8 +34,6 @@
 #include <utility>
 #include <vector>
 
-#include <sys/resource.h>
-
 #include <nlohmann/json.hpp>
 
 #include "common/allocator.hpp"
@@ -47,11 +45,8 @@
 #include "model_versus.hpp"
 #include "format/mapped_pages.hpp"
 #include "model/linear.hpp"
-#include "model/local_experts.hpp"
 #include "model/transformer.hpp"
-#include "model/weights.hpp"
 #include "store/manifest.hpp"
-#include "store/int8_source.hpp"
 #include "store/model_store.hpp"
 
 using namespace trillion;

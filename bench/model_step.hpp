@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_stats.hpp"
 #include "common/thread_pool.hpp"
 #include "config/model_config.hpp"
 #include "model/batch.hpp"
@@ -28,9 +29,6 @@
 #include "store/model_store.hpp"
 
 namespace trillion::bench {
-
-using Clock = std::chrono::steady_clock;
-inline double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 inline LayerRange whole_model(const ModelConfig& cfg) { return LayerRange{0, cfg.num_hidden_layers, true, true}; }
 

@@ -1,20 +1,13 @@
 #include "model_versus.hpp"
 
-#include <algorithm>
 #include <array>
 #include <cstdio>
+
+#include "bench_stats.hpp"
 
 namespace trillion::bench {
 
 namespace {
-
-// The q-quantile of v (sorted here) by linear interpolation.
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double x = q * double(v.size() - 1);
-  const size_t i = size_t(x);
-  return i + 1 < v.size() ? v[i] + (x - double(i)) * (v[i + 1] - v[i]) : v[i];
-}
 
 // One model's sequences at one batch: its cache, and the tokens it feeds next.
 struct Lane {
