@@ -11,6 +11,8 @@
 #include "common/error.hpp"
 #include "common/fault.hpp"
 #include "common/interrupt.hpp"
+#include "common/page_arena.hpp"
+#include "format/mapped_pages.hpp"
 #include "model/kv_pools.hpp"
 #include "model/row_groups.hpp"
 #include "parallel/run_footprint.hpp"
@@ -162,6 +164,23 @@ void Cluster::set_up() {
     weights = int8_weights_.get();
   }
   role_ = make_rank_role(*env_, store_->config(), *weights, *pool_, layout_, shape);
+  if (opts_.verify) warn_of_small_pages();
+}
+
+// Verification has read every weight of this rank through its mapping, so
+// smaps shows where they landed. Shards the page cache already held in small
+// pages (copied in, converted by an older trillion, read by another program)
+// stay so however they are advised (format/mapped_file.hpp).
+void Cluster::warn_of_small_pages() const {
+  if (!huge_pages_wanted() || !transparent_huge_pages_enabled()) return;
+  const MappedPages p = mapped_pages(".h5");
+  if (!mostly_small_pages(p)) return;
+  std::fprintf(stderr,
+               "trillion: rank %d: warning: %.0f of the %.0f MB of weights it has read are mapped on 2 MiB pages: the "
+               "page cache held its shards in small pages before this run (a copy, or a read by another program, "
+               "puts them there), and batch-1 decode runs up to 1.4x slower so. Drop them from the cache (for f in "
+               "%s/*.h5; do dd if=\"$f\" iflag=nocache count=0 status=none; done) and start again.\n",
+               env_->rank(), double(p.huge_bytes) / 1e6, double(p.resident_bytes) / 1e6, opts_.model_dir.c_str());
 }
 
 int Cluster::run(const std::function<nlohmann::json(StepRunner&)>& work) {

@@ -87,6 +87,22 @@ void MappedFile::advise_done(size_t offset, size_t len) const {
   advise(data_, size_, offset, len, MADV_DONTNEED);
 }
 
+void drop_cached_pages(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, "cannot open");
+  // DONTNEED skips dirty pages: they must be on disk first.
+  if (::fsync(fd) != 0) {
+    int e = errno;
+    ::close(fd);
+    errno = e;
+    fail(path, "cannot sync to disk");
+  }
+#ifdef POSIX_FADV_DONTNEED
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // a hint: failure is harmless
+#endif
+  ::close(fd);
+}
+
 void MappedFile::advise_huge_pages() const {
 #ifdef MADV_HUGEPAGE
   if (huge_pages_wanted()) advise(data_, size_, 0, size_, MADV_HUGEPAGE);  // EINVAL without THP: a hint, ignored

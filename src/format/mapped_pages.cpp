@@ -3,6 +3,15 @@
 #include <cctype>
 #include <fstream>
 #include <sstream>
+#include <vector>
+
+#ifdef __linux__
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#endif
 
 namespace trillion {
 
@@ -72,6 +81,61 @@ MappedPages mapped_pages(const std::string& suffix) {
   std::ostringstream text;
   text << f.rdbuf();
   return parse_smaps(text.str(), suffix);
+}
+
+bool mostly_small_pages(const MappedPages& p) {
+  return p.resident_bytes >= (int64_t(256) << 20) && 2 * p.huge_bytes < p.resident_bytes;
+}
+
+bool transparent_huge_pages_enabled() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!f || !std::getline(f, line)) return false;
+  return line.find("[never]") == std::string::npos;
+}
+
+int64_t cached_bytes(const std::string& path) {
+#ifdef __linux__
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  const size_t size = size_t(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return 0;
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) return -1;
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in((size + page - 1) / page);
+  int64_t cached = -1;
+  if (::mincore(p, size, in.data()) == 0) {
+    cached = 0;
+    for (unsigned char c : in) cached += (c & 1) ? int64_t(page) : 0;
+  }
+  ::munmap(p, size);
+  return cached;
+#else
+  (void)path;
+  return -1;
+#endif
+}
+
+bool on_memory_filesystem(const std::string& path) {
+#ifdef __linux__
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) != 0) return false;
+  constexpr long kTmpfs = 0x01021994, kRamfs = 0x858458f6;  // linux/magic.h
+  return long(fs.f_type) == kTmpfs || long(fs.f_type) == kRamfs;
+#else
+  (void)path;
+  return false;
+#endif
 }
 
 }  // namespace trillion

@@ -21,4 +21,24 @@ MappedPages parse_smaps(const std::string& smaps, const std::string& suffix);
 // parse_smaps of this process; all zeros where /proc/self/smaps is absent.
 MappedPages mapped_pages(const std::string& suffix);
 
+// Whether the weights a run has read in sit mostly on small pages: at least
+// 256 MiB resident (smaller models run few TLB misses; a run that has not
+// read its weights yet has nothing to judge), less than half of it on 2 MiB
+// pages. The loader then warns (app/cluster.cpp): the page cache held the
+// shards in small pages before the run mapped them.
+bool mostly_small_pages(const MappedPages& p);
+
+// Whether Linux's transparent huge pages can back a mapping here: the
+// `enabled` setting is not `never` (false where it is absent: not Linux).
+bool transparent_huge_pages_enabled();
+
+// Bytes of `path` the page cache holds (mincore over a mapping nothing
+// touches, rounded to whole pages); -1 where it cannot tell (not Linux, an
+// unreadable file). Says whether drop_cached_pages took.
+int64_t cached_bytes(const std::string& path);
+
+// Whether `path` lies on a filesystem kept in memory (tmpfs, ramfs), whose
+// pages have no disk copy to be read back from and so are never dropped.
+bool on_memory_filesystem(const std::string& path);
+
 }  // namespace trillion

@@ -15,6 +15,7 @@
 #include "common/thread_pool.hpp"
 #include "config/model_config.hpp"
 #include "format/hf_checkpoint.hpp"
+#include "format/mapped_file.hpp"
 #include "store/convert_plan.hpp"
 #include "store/manifest.hpp"
 #include "store/model_store.hpp"
@@ -302,6 +303,10 @@ ConvertReport convert_checkpoint(const ConvertOptions& o) {
   // The result must open as the loader will open it: config.json, manifest
   // and the table of expected tensors agree (checked before publishing).
   if (o.quantize) ModelStore::open(dir.string(), StoreOptions{false});
+  // Out of the page cache, so the first run reads the shards in afresh on
+  // 2 MiB pages instead of mapping the small ones the writes left
+  // (drop_cached_pages says why and what it measured).
+  for (const ShardInfo& s : m.shards()) drop_cached_pages((dir / s.file).string());
   stage.commit();
 
   report.tensors = int64_t(m.tensors().size());

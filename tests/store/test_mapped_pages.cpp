@@ -1,20 +1,27 @@
 // Weights on 2 MiB pages (format/mapped_file.hpp, format/mapped_pages.hpp):
-// the smaps reader on a recorded excerpt, summed by hand, and on this process.
+// the smaps reader on a recorded excerpt, summed by hand, and on this process;
+// a file dropped from the page cache (what the converter does to its shards).
 #define BOOST_TEST_MODULE mapped_pages
 #include <boost/test/unit_test.hpp>
 
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "format/mapped_file.hpp"
 #include "format/mapped_pages.hpp"
 
+using trillion::cached_bytes;
+using trillion::drop_cached_pages;
 using trillion::MappedFile;
+using trillion::mostly_small_pages;
+using trillion::on_memory_filesystem;
 using trillion::MappedPages;
 using trillion::mapped_pages;
 using trillion::parse_smaps;
@@ -60,6 +67,17 @@ BOOST_AUTO_TEST_CASE(sums_the_matching_mappings_of_a_recorded_smaps) {
   BOOST_TEST(so.huge_bytes == 2048 * 1024LL);
 }
 
+BOOST_AUTO_TEST_CASE(the_loader_warns_only_of_enough_weights_mostly_on_small_pages) {
+  constexpr int64_t MiB = int64_t(1) << 20;
+  BOOST_TEST(mostly_small_pages(MappedPages{10, 1408 * MiB, 235 * MiB}));   // a freshly converted INT8 model
+  BOOST_TEST(!mostly_small_pages(MappedPages{10, 1331 * MiB, 1281 * MiB}));  // the same, read in afresh
+  BOOST_TEST(!mostly_small_pages(MappedPages{10, 512 * MiB, 256 * MiB}));    // half: not mostly small
+  BOOST_TEST(mostly_small_pages(MappedPages{10, 512 * MiB, 256 * MiB - 1}));
+  BOOST_TEST(!mostly_small_pages(MappedPages{10, 256 * MiB - 1, 0}));        // too little to matter
+  BOOST_TEST(mostly_small_pages(MappedPages{10, 256 * MiB, 0}));
+  BOOST_TEST(!mostly_small_pages(MappedPages{}));                            // nothing read in yet
+}
+
 BOOST_AUTO_TEST_CASE(nothing_matches_nothing) {
   const MappedPages p = parse_smaps(kSmaps, ".safetensors");
   BOOST_TEST(p.mappings == 0);
@@ -99,4 +117,33 @@ BOOST_AUTO_TEST_CASE(a_mapped_file_advised_for_huge_pages_reads_the_same_and_is_
   }
   BOOST_TEST(mapped_pages(suffix).mappings == 0);  // unmapped with the MappedFile
   std::filesystem::remove(path);
+}
+
+// A file just written sits in the page cache; dropped, none of it does (on a
+// filesystem with a disk copy to read back; tmpfs keeps every page). In the
+// build tree, not /tmp, which may be a tmpfs.
+BOOST_AUTO_TEST_CASE(a_dropped_file_leaves_the_page_cache_and_reads_the_same) {
+  const auto path = std::filesystem::current_path() / ("trillion-test-drop-" + std::to_string(getpid()) + ".bin");
+  std::vector<char> bytes((4 << 20) + 4097);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = char((i * 37 + 5) & 255);
+  std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+  const int64_t before = cached_bytes(path.string());
+  drop_cached_pages(path.string());
+  const int64_t after = cached_bytes(path.string());
+  if (std::filesystem::exists("/proc/self/smaps")) {  // Linux: mincore answers
+    BOOST_TEST(before >= int64_t(bytes.size()));  // written through the cache, whole pages
+    if (on_memory_filesystem(path.string()))
+      BOOST_TEST(after == before);
+    else
+      BOOST_TEST(after == 0);
+  }
+  {
+    MappedFile f(path.string());  // read back from disk, unchanged
+    BOOST_REQUIRE(f.size() == bytes.size());
+    BOOST_TEST(std::memcmp(f.data(), bytes.data(), bytes.size()) == 0);
+  }
+  BOOST_TEST(cached_bytes(path.string()) >= int64_t(bytes.size()));
+  std::filesystem::remove(path);
+  BOOST_CHECK_THROW(drop_cached_pages(path.string()), trillion::SystemError);  // names a missing file
+  BOOST_TEST(cached_bytes(path.string()) == -1);
 }
