@@ -12,6 +12,8 @@ for isa in best neon portable; do
   echo "TRILLION_ISA=$isa:"
   TRILLION_ISA=$isa qemu-aarch64 -L /usr/aarch64-linux-gnu "$build/tests/kernels/kernel_selftest"
 done
+# qemu's default CPU (max) has dotprod and i8mm: "best" is neon-i8mm, and every
+# run checks each available path against the portable one.
 # An ARMv8.0 CPU without dotprod: the integer-dot path takes widening
 # multiplies instead of SDOT (qemu's default CPU has dotprod).
 echo "TRILLION_ISA=neon on cortex-a53 (no dotprod):"

@@ -23,7 +23,7 @@ KernelIsa choose_isa() {
       throw Error("TRILLION_ISA=" + want + ": not available on this CPU or build");
     return isa;
   }
-  throw Error("TRILLION_ISA='" + want + "': expected portable, avx2, avx2-vnni, avx512, neon or best");
+  throw Error("TRILLION_ISA='" + want + "': expected portable, avx2, avx2-vnni, avx512, neon, neon-i8mm or best");
 }
 
 }  // namespace
@@ -35,6 +35,7 @@ const char* to_string(KernelIsa isa) {
     case KernelIsa::avx2_vnni: return "avx2-vnni";
     case KernelIsa::avx512: return "avx512";
     case KernelIsa::neon: return "neon";
+    case KernelIsa::neon_i8mm: return "neon-i8mm";
   }
   return "?";
 }
@@ -48,6 +49,7 @@ bool kernel_isa_available(KernelIsa isa) {
     case KernelIsa::avx512:
       return avx512_kernel_table() != nullptr && cpu_has_avx2_fma_f16c() && cpu_has_avx512_vnni();
     case KernelIsa::neon: return neon_kernel_table() != nullptr && cpu_has_neon();
+    case KernelIsa::neon_i8mm: return neon_i8mm_kernel_table() != nullptr && cpu_has_neon_i8mm();
   }
   return false;
 }
@@ -64,6 +66,7 @@ const KernelTable& kernel_table(KernelIsa isa) {
     case KernelIsa::avx2_vnni: return *avx2_vnni_kernel_table();
     case KernelIsa::avx512: return *avx512_kernel_table();
     case KernelIsa::neon: return *neon_kernel_table();
+    case KernelIsa::neon_i8mm: return *neon_i8mm_kernel_table();
     case KernelIsa::portable: break;
   }
   return portable_kernel_table();

@@ -1,5 +1,5 @@
 // Which instruction-set path the kernels use. Chosen once per process (the
-// best the CPU has, or TRILLION_ISA=portable|avx2|avx2-vnni|avx512|neon) and never changed, so a
+// best the CPU has, or TRILLION_ISA=portable|avx2|avx2-vnni|avx512|neon|neon-i8mm) and never changed, so a
 // process computes every value the same way (DESIGN: determinism).
 #pragma once
 #include <array>
@@ -13,11 +13,13 @@ enum class KernelIsa : uint8_t {
   avx2_vnni, // avx2 with AVX-VNNI (vpdpbusd) for the integer-dot path; the rest is avx2's
   avx512,    // avx2 with AVX-512 VNNI for the integer-dot path (two tokens per zmm); the rest is avx2's
   neon,      // arm64 Advanced SIMD (matmul; matmul_t, dot, axpy are the portable ones)
+  neon_i8mm, // neon with SMMLA (FEAT_I8MM) for INT4 integer-dot products, two tokens per instruction
 };
 
 // Every path, in the order TRILLION_ISA=best prefers them (best first; portable last).
-inline constexpr std::array<KernelIsa, 5> kAllKernelIsas = {KernelIsa::avx512, KernelIsa::avx2_vnni, KernelIsa::avx2,
-                                                            KernelIsa::neon, KernelIsa::portable};
+inline constexpr std::array<KernelIsa, 6> kAllKernelIsas = {KernelIsa::avx512,    KernelIsa::avx2_vnni,
+                                                            KernelIsa::avx2,      KernelIsa::neon_i8mm,
+                                                            KernelIsa::neon,      KernelIsa::portable};
 
 const char* to_string(KernelIsa isa);
 

@@ -61,6 +61,9 @@ const KernelTable* avx512_kernel_table();
 bool cpu_has_avx512_vnni();  // AVX-512 F, BW, DQ, VL, VNNI with OS ZMM support; false on non-x86 builds
 const KernelTable* neon_kernel_table();  // null when not compiled in (non-arm64 builds)
 bool cpu_has_neon();                     // false on non-arm64 builds
+// The NEON table with the INT4 integer-dot product on SMMLA (null on non-arm64 builds).
+const KernelTable* neon_i8mm_kernel_table();
+bool cpu_has_neon_i8mm();  // FEAT_I8MM and dotprod (HWCAP2 / sysctl); false on non-arm64 builds
 
 // The table of `isa` (must be available) and of the process's path.
 const KernelTable& kernel_table(KernelIsa isa);

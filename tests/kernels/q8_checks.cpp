@@ -299,7 +299,10 @@ std::vector<std::string> q8_failures(int* checks) {
       {MatFormat::INT4_G32, 5, 192},  {MatFormat::INT4_G32, 11, 224}, {MatFormat::INT4_G32, 13, 640},
       // INT8 one-token zmm tile edges: one whole pair, pairs and an odd last
       // group, pairs and a partial group, the 4-row tiles' remainder.
-      {MatFormat::INT8_G32, 4, 64},   {MatFormat::INT8_G32, 9, 160},  {MatFormat::INT8_G32, 13, 650}};
+      {MatFormat::INT8_G32, 4, 64},   {MatFormat::INT8_G32, 9, 160},  {MatFormat::INT8_G32, 13, 650},
+      // neon-i8mm's SMMLA rows (calls of 16 rows or more): row pairs and a
+      // lone last row, an odd group count; and row pairs only, many groups.
+      {MatFormat::INT4_G32, 35, 160}, {MatFormat::INT4_G32, 18, 2048}};
   for (KernelIsa isa : available_isas()) {
     check_hand_cases(check, isa);
     check_int8_extremes(check, isa);

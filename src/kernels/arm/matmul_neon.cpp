@@ -113,6 +113,7 @@ float dot(const float* a, const float* b, int64_t n);
 void axpy(float alpha, const float* x, float* y, int64_t n);
 void quantize_q8_row(const float* x, int64_t cols, int8_t* q, float* d);
 void matmul_q8_rows(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1);
+void matmul_q8_rows_smmla(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1);
 void dot_tile(const float* a, int64_t lda, int64_t na, const float* b, int64_t ldb, int64_t nb, int64_t n, float* out,
               int64_t ldo, const float* b_next);
 void axpy_tile(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y, int64_t ldy,
@@ -123,6 +124,14 @@ const KernelTable* neon_kernel_table() {
   static constexpr KernelTable table = {neon::matmul_rows,     neon::matmul_t_cols, neon::dot,      neon::axpy,
                                         neon::quantize_q8_row, neon::matmul_q8_rows, neon::dot_tile, neon::axpy_tile,
                                         exp_f32_each};  // scalar: double lanes are only 2 wide here
+  return &table;
+}
+
+// The same with the INT4 integer-dot product on SMMLA (same bits).
+const KernelTable* neon_i8mm_kernel_table() {
+  static constexpr KernelTable table = {neon::matmul_rows,     neon::matmul_t_cols,       neon::dot,      neon::axpy,
+                                        neon::quantize_q8_row, neon::matmul_q8_rows_smmla, neon::dot_tile, neon::axpy_tile,
+                                        exp_f32_each};
   return &table;
 }
 

@@ -1,6 +1,8 @@
 // NEON integer-dot kernels on every arm64 CPU: quantization of activation
 // rows, and the product with widening multiplies and pairwise adds, or SDOT
-// (matmul_q8_sdot.cpp) when the CPU has dotprod. Same bits either way.
+// (matmul_q8_sdot.cpp) when the CPU has dotprod. Same bits either way. The
+// neon-i8mm path's SMMLA product (matmul_q8_smmla.cpp) runs when this file's
+// check finds both dotprod and i8mm.
 #include <cfloat>
 #include <cmath>
 
@@ -34,13 +36,32 @@ struct WideningSum {
   }
 };
 
+#if defined(__APPLE__)
+bool sysctl_says(const char* name) {
+  int v = 0;
+  size_t len = sizeof v;
+  return sysctlbyname(name, &v, &len, nullptr, 0) == 0 && v != 0;
+}
+#endif
+
 bool cpu_has_dotprod() {
 #if defined(__linux__) && defined(HWCAP_ASIMDDP)
   return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
 #elif defined(__APPLE__)
-  int v = 0;
-  size_t len = sizeof v;
-  return sysctlbyname("hw.optional.arm.FEAT_DotProd", &v, &len, nullptr, 0) == 0 && v != 0;
+  return sysctl_says("hw.optional.arm.FEAT_DotProd");
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_i8mm() {
+#if defined(__linux__)
+#if !defined(HWCAP2_I8MM)
+#define HWCAP2_I8MM (1 << 13)  // Linux's arm64 uapi hwcap.h, for older C libraries
+#endif
+  return (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+#elif defined(__APPLE__)
+  return sysctl_says("hw.optional.arm.FEAT_I8MM");
 #else
   return false;
 #endif
@@ -89,3 +110,9 @@ void matmul_q8_rows(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, i
 }
 
 }  // namespace trillion::neon
+
+namespace trillion {
+// Every CPU with i8mm has dotprod too (ARMv8.6 requires both); asking for
+// both keeps the SDOT tiles the SMMLA file falls back on safe regardless.
+bool cpu_has_neon_i8mm() { return neon::cpu_has_dotprod() && neon::cpu_has_i8mm(); }
+}  // namespace trillion

@@ -20,6 +20,17 @@
 namespace trillion::neon {
 namespace {
 
+#if defined(__ARM_FEATURE_DOTPROD)
+// The lane sums on SDOT, for the files built with +dotprod (matmul_q8_sdot.cpp,
+// matmul_q8_smmla.cpp).
+struct SdotSum {
+  static int32x4_t sum4(int8x16_t a, int8x16_t b) { return vdotq_s32(vdupq_n_s32(0), a, b); }
+  static int32x4_t sum8(int32x4_t init, int8x16_t a0, int8x16_t b0, int8x16_t a1, int8x16_t b1) {
+    return vdotq_s32(vdotq_s32(init, a0, b0), a1, b1);
+  }
+};
+#endif
+
 // ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)) with a0-3 in lo, a4-7 in hi.
 inline float hsum(float32x4_t lo, float32x4_t hi) {
   const float32x4_t b = vaddq_f32(lo, hi);
@@ -81,16 +92,17 @@ void int4_tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float
   for (int h = 0; h < 2; ++h)
     for (int i = 0; i < R; ++i)
       for (int t = 0; t < T; ++t) acc[h][i][t] = vdupq_n_f32(0.0f);
-  for (int64_t g = 0; g < xq.groups; ++g) {
-    const int64_t p = g / 2, h = g % 2;
+  // Group g into the accumulators of g % 2 == H (a constant, so they stay in registers).
+  auto step = [&]<int H>(int64_t g) {
+    const int64_t p = g / 2;
     int8x16_t xe[T], xo[T];
     int32x4_t npc[T];
     float d[T];
     for (int t = 0; t < T; ++t) {
       const Q8Pair& x = xq.row_pairs(t0 + t)[p];
-      xe[t] = vld1q_s8(x.e + 16 * h);
-      xo[t] = vld1q_s8(x.o + 16 * h);
-      npc[t] = vnegq_s32(vld1q_s32(x.c + 4 * h));
+      xe[t] = vld1q_s8(x.e + 16 * H);
+      xo[t] = vld1q_s8(x.o + 16 * H);
+      npc[t] = vnegq_s32(vld1q_s32(x.c + 4 * H));
       d[t] = xq.row_d(t0 + t)[g];
     }
     for (int i = 0; i < R; ++i) {
@@ -100,10 +112,16 @@ void int4_tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float
       const float ws = bf16_value(wscale[(r0 + i) * W.scale_cols + g]);
       for (int t = 0; t < T; ++t) {
         const int32x4_t isum = Dot::sum8(npc[t], lo, xe[t], hi, xo[t]);
-        acc[h][i][t] = vfmaq_f32(acc[h][i][t], vcvtq_f32_s32(isum), vdupq_n_f32(ws * d[t]));
+        acc[H][i][t] = vfmaq_f32(acc[H][i][t], vcvtq_f32_s32(isum), vdupq_n_f32(ws * d[t]));
       }
     }
+  };
+  int64_t g = 0;
+  for (; g + 2 <= xq.groups; g += 2) {
+    step.template operator()<0>(g);
+    step.template operator()<1>(g + 1);
   }
+  if (g < xq.groups) step.template operator()<0>(g);
   for (int i = 0; i < R; ++i)
     for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + i] = hsum(acc[0][i][t], acc[1][i][t]);
 }

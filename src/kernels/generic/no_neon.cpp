@@ -5,5 +5,7 @@ namespace trillion {
 
 const KernelTable* neon_kernel_table() { return nullptr; }
 bool cpu_has_neon() { return false; }
+const KernelTable* neon_i8mm_kernel_table() { return nullptr; }
+bool cpu_has_neon_i8mm() { return false; }
 
 }  // namespace trillion

@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""Instructions per output in the arm64 INT4 integer-dot inner loops, counted
+in the disassembly of a cross build (tools/test-arm64.sh makes one).
+
+Why a static count: no CPU with i8mm (SMMLA) is among this project's test
+machines, and qemu checks bits, not time. Where the kernels are compute-bound
+(prefill, large batches) the instructions an output costs bound its speed on
+a core that issues a fixed number a cycle; time it on the machine itself with
+TRILLION_ISA=neon against neon-i8mm (bench_matmul, bench_model).
+
+A loop is a backward branch and the instructions it spans; the innermost loop
+holding a tile's multiply instructions is its group loop, unrolled over two
+groups (g % 2 is a constant in each half):
+  SMMLA, 2 rows x 4 tokens: 16 smmla (4 lanes x 2 token pairs x 2 groups);
+  SDOT, 4 rows x 2 tokens: 32 sdot (2 per output and group) and 8 ushr (the
+  high nibbles of 4 rows x 2 groups).
+
+  bench/neon_loop_counts.py [BUILD_DIR]   (default: build-arm64)
+"""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+OBJDUMP = "aarch64-linux-gnu-objdump"
+
+
+def loops(obj):
+    text = subprocess.run([OBJDUMP, "-d", "--no-show-raw-insn", str(obj)], capture_output=True, text=True,
+                          check=True).stdout
+    ins = []
+    for line in text.splitlines():
+        m = re.match(r"\s+([0-9a-f]+):\s+(\S+)\s*(.*)", line)
+        if m:
+            ins.append((int(m.group(1), 16), m.group(2), m.group(3)))
+    at = {a: i for i, (a, _, _) in enumerate(ins)}
+    for i, (a, op, args) in enumerate(ins):
+        if not re.fullmatch(r"b(\.\w+)?|cbn?z|tbn?z", op):
+            continue
+        m = re.match(r"([0-9a-f]+)", args.split(",")[-1].strip())
+        target = int(m.group(1), 16) if m else None
+        if target is not None and target < a and target in at:
+            yield [o for _, o, _ in ins[at[target]:i + 1]]
+
+
+def innermost(obj, want):
+    found = [body for body in loops(obj) if all(body.count(op) == n for op, n in want.items())]
+    if not found:
+        sys.exit(f"{obj}: no loop with {want}; was the file built with -O3?")
+    return min(found, key=len)
+
+
+def main():
+    build = Path(sys.argv[1] if len(sys.argv) > 1 else "build-arm64")
+    objs = build / "src/kernels/CMakeFiles/trillion_kernels.dir/arm"
+    rows = [("SMMLA, 2 rows x 4 tokens", objs / "matmul_q8_smmla.cpp.o", {"smmla": 16}, 8),
+            ("SDOT, 4 rows x 2 tokens", objs / "matmul_q8_sdot.cpp.o", {"sdot": 32, "ushr": 8}, 8)]
+    print(f"{'INT4 x Q8 inner loop':28} {'per 2 groups':>13} {'per output':>11}")
+    per = {}
+    for name, obj, want, outputs in rows:
+        n = len(innermost(obj, want))
+        per[name] = n / (2 * outputs)
+        print(f"{name:28} {n:13d} {per[name]:11.1f}")
+    a, b = per[rows[1][0]], per[rows[0][0]]
+    print(f"SDOT over SMMLA: {a / b:.2f}x the instructions an output")
+
+
+if __name__ == "__main__":
+    main()
