@@ -14,6 +14,10 @@ groups (g % 2 is a constant in each half):
   SMMLA, 2 rows x 4 tokens: 16 smmla (4 lanes x 2 token pairs x 2 groups);
   SDOT, 4 rows x 2 tokens: 32 sdot (2 per output and group) and 8 ushr (the
   high nibbles of 4 rows x 2 groups).
+And INT8's SDOT tile, 4 rows x 2 tokens, whose loop runs one group a turn:
+16 sdot (the two half groups of 8 outputs), no nibble shifts.
+A loop's count is what runs each turn only when no branch inside it skips
+code: the table says how many conditional branches each loop holds.
 
   bench/neon_loop_counts.py [BUILD_DIR]   (default: build-arm64)
 """
@@ -43,6 +47,10 @@ def loops(obj):
             yield [o for _, o, _ in ins[at[target]:i + 1]]
 
 
+def branches_inside(body):
+    return sum(1 for op in body[:-1] if re.fullmatch(r"b\.\w+|cbn?z|tbn?z|bl", op))
+
+
 def innermost(obj, want):
     found = [body for body in loops(obj) if all(body.count(op) == n for op, n in want.items())]
     if not found:
@@ -53,16 +61,18 @@ def innermost(obj, want):
 def main():
     build = Path(sys.argv[1] if len(sys.argv) > 1 else "build-arm64")
     objs = build / "src/kernels/CMakeFiles/trillion_kernels.dir/arm"
-    rows = [("SMMLA, 2 rows x 4 tokens", objs / "matmul_q8_smmla.cpp.o", {"smmla": 16}, 8),
-            ("SDOT, 4 rows x 2 tokens", objs / "matmul_q8_sdot.cpp.o", {"sdot": 32, "ushr": 8}, 8)]
-    print(f"{'INT4 x Q8 inner loop':28} {'per 2 groups':>13} {'per output':>11}")
+    # (name, object, opcode counts that pick the loop, groups a turn, outputs)
+    rows = [("INT4 SMMLA, 2 rows x 4 tokens", objs / "matmul_q8_smmla.cpp.o", {"smmla": 16}, 2, 8),
+            ("INT4 SDOT, 4 rows x 2 tokens", objs / "matmul_q8_sdot.cpp.o", {"sdot": 32, "ushr": 8}, 2, 8),
+            ("INT8 SDOT, 4 rows x 2 tokens", objs / "matmul_q8_sdot.cpp.o", {"sdot": 16, "ushr": 0}, 1, 8)]
+    print(f"{'inner loop':30} {'a turn':>7} {'per group':>10} {'per output':>11} {'branches inside':>16}")
     per = {}
-    for name, obj, want, outputs in rows:
-        n = len(innermost(obj, want))
-        per[name] = n / (2 * outputs)
-        print(f"{name:28} {n:13d} {per[name]:11.1f}")
+    for name, obj, want, groups, outputs in rows:
+        body = innermost(obj, want)
+        per[name] = len(body) / (groups * outputs)
+        print(f"{name:30} {len(body):7d} {len(body) / groups:10.1f} {per[name]:11.1f} {branches_inside(body):16d}")
     a, b = per[rows[1][0]], per[rows[0][0]]
-    print(f"SDOT over SMMLA: {a / b:.2f}x the instructions an output")
+    print(f"INT4: SDOT over SMMLA {a / b:.2f}x the instructions an output")
 
 
 if __name__ == "__main__":

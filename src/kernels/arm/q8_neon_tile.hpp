@@ -38,7 +38,8 @@ inline float hsum(float32x4_t lo, float32x4_t hi) {
   return vget_lane_f32(c, 0) + vget_lane_f32(c, 1);
 }
 
-// INT8_G32 group g of row r as two halves of 16 int8 weights.
+// INT8_G32 group g of row r as two halves of 16 int8 weights (any group,
+// the partial last one included).
 inline void load_group(const QMatrix& W, int64_t r, int64_t g, int8x16_t& w0, int8x16_t& w1) {
   const int8_t* p = static_cast<const int8_t*>(W.data) + r * W.cols + g * kQ8Group;
   const int64_t left = W.cols - g * kQ8Group;
@@ -59,7 +60,10 @@ void tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float* y, 
   float32x4_t lo[R][T], hi[R][T];
   for (int i = 0; i < R; ++i)
     for (int t = 0; t < T; ++t) lo[i][t] = hi[i][t] = vdupq_n_f32(0.0f);
-  for (int64_t g = 0; g < xq.groups; ++g) {
+  // Group g; Partial: the row's partial last group, read through a buffer.
+  // Apart from the loop so its memcpy does not make the compiler keep the
+  // accumulators on the stack (a load and a store per FMA, as it did).
+  auto step = [&]<bool Partial>(int64_t g) {
     int8x16_t x0[T], x1[T];
     float d[T];
     for (int t = 0; t < T; ++t) {
@@ -70,7 +74,13 @@ void tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float* y, 
     }
     for (int i = 0; i < R; ++i) {
       int8x16_t w0, w1;
-      load_group(W, r0 + i, g, w0, w1);
+      if constexpr (Partial) {
+        load_group(W, r0 + i, g, w0, w1);
+      } else {
+        const int8_t* p = static_cast<const int8_t*>(W.data) + (r0 + i) * W.cols + g * kQ8Group;
+        w0 = vld1q_s8(p);
+        w1 = vld1q_s8(p + 16);
+      }
       const float ws = bf16_value(wscale[(r0 + i) * W.scale_cols + g]);
       for (int t = 0; t < T; ++t) {
         const float32x4_t s = vdupq_n_f32(ws * d[t]);
@@ -78,7 +88,10 @@ void tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float* y, 
         hi[i][t] = vfmaq_f32(hi[i][t], vcvtq_f32_s32(Dot::sum4(w1, x1[t])), s);
       }
     }
-  }
+  };
+  const int64_t full = W.cols / kQ8Group;
+  for (int64_t g = 0; g < full; ++g) step.template operator()<false>(g);
+  if (full < xq.groups) step.template operator()<true>(full);
   for (int i = 0; i < R; ++i)
     for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + i] = hsum(lo[i][t], hi[i][t]);
 }
