@@ -20,7 +20,7 @@
 // about what the SMMLAs save. The weights are read as stored (no repacking at
 // load, no second copy of the experts).
 //
-// Instructions per group in the inner loops (GCC 12 -O2, counted in the
+// Instructions per group in the inner loops (GCC 12 -O3, counted in the
 // cross build's disassembly; tools/test-arm64.sh builds it): SMMLA 2 rows x
 // 4 tokens 72 for 8 outputs (9.0 an output; 2 x 2 tokens 45.5, 11.4), SDOT
 // 4 rows x 2 tokens 106.5 (13.3). The layout costs 65 per token pair and
