@@ -46,7 +46,7 @@ inline constexpr uint32_t kLastFastAbsBits = 0x42afffff;
 // kernels call it only for lanes out of the fast path's range.
 float exp_f32(float x);
 
-// y[i] = exp_f32(x[i]) for i < n (y may alias x): the portable and NEON tables' `exp`.
+// y[i] = exp_f32(x[i]) for i < n (y may alias x): the portable table's `exp`.
 void exp_f32_each(const float* x, float* y, int64_t n);
 
 }  // namespace trillion

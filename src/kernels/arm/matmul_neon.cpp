@@ -118,12 +118,13 @@ void dot_tile(const float* a, int64_t lda, int64_t na, const float* b, int64_t l
               int64_t ldo, const float* b_next);
 void axpy_tile(const float* p, int64_t ldp, int64_t na, const float* x, int64_t ldx, int64_t nb, float* y, int64_t ldy,
                int64_t n);
+void exp_each(const float* x, float* y, int64_t n);
 }  // namespace neon
 
 const KernelTable* neon_kernel_table() {
   static constexpr KernelTable table = {neon::matmul_rows,     neon::matmul_t_cols, neon::dot,      neon::axpy,
                                         neon::quantize_q8_row, neon::matmul_q8_rows, neon::dot_tile, neon::axpy_tile,
-                                        exp_f32_each};  // scalar: double lanes are only 2 wide here
+                                        neon::exp_each};
   return &table;
 }
 
@@ -131,7 +132,7 @@ const KernelTable* neon_kernel_table() {
 const KernelTable* neon_i8mm_kernel_table() {
   static constexpr KernelTable table = {neon::matmul_rows,     neon::matmul_t_cols,       neon::dot,      neon::axpy,
                                         neon::quantize_q8_row, neon::matmul_q8_rows_smmla, neon::dot_tile, neon::axpy_tile,
-                                        exp_f32_each};
+                                        neon::exp_each};
   return &table;
 }
 
