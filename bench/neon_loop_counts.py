@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Instructions per output in the arm64 INT4 integer-dot inner loops, counted
-in the disassembly of a cross build (tools/test-arm64.sh makes one).
+"""Instructions per output in the arm64 integer-dot inner loops (INT4 on
+SMMLA and SDOT, INT8 on SDOT), counted in the disassembly of a cross build
+(tools/test-arm64.sh makes one).
 
 Why a static count: no CPU with i8mm (SMMLA) is among this project's test
 machines, and qemu checks bits, not time. Where the kernels are compute-bound

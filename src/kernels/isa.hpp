@@ -12,7 +12,7 @@ enum class KernelIsa : uint8_t {
   avx2,      // x86-64 AVX2 + FMA + F16C
   avx2_vnni, // avx2 with AVX-VNNI (vpdpbusd) for the integer-dot path; the rest is avx2's
   avx512,    // avx2 with AVX-512 VNNI for the integer-dot path (two tokens per zmm); the rest is avx2's
-  neon,      // arm64 Advanced SIMD (matmul; matmul_t, dot, axpy are the portable ones)
+  neon,      // arm64 Advanced SIMD (integer-dot path on SDOT when the CPU has dotprod)
   neon_i8mm, // neon with SMMLA (FEAT_I8MM) for INT4 integer-dot products, two tokens per instruction
 };
 
