@@ -85,7 +85,7 @@ def drop_from_page_cache(model):
     """Once a run, before a model's first row: its shards leave the page cache, so
     the row reads them in afresh on 2 MiB pages wherever they were cached before
     (a cached model keeps the page sizes of whatever read it in first, and they
-    moved batch 1 by up to 1.4x: README, "Weights on 2 MiB pages")."""
+    moved batch 1 by up to 1.4x: docs/kernels.md, "Memory")."""
     if model in dropped or not hasattr(os, "posix_fadvise"):  # macOS has no such advice
         return
     dropped.add(model)

@@ -9,7 +9,7 @@ as a ratio to the shared-memory run.
 
 Short by design (a few seconds per row; --quick: fewer iterations): the
 machine is shared. The verbs rows measure the backend's code path over the
-simulator's UDP sockets, not Thunderbolt (README, "tb5").
+simulator's UDP sockets, not Thunderbolt (docs/tb5.md).
 """
 import argparse
 import os

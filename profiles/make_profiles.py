@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the shipped profiles from labelled figures (README "Planning").
+"""Writes the shipped profiles from labelled figures (docs/planning.md, "Profiles").
 
     /usr/bin/python3 profiles/make_profiles.py [--base profiles/dev-zen3-2core.json]
 

@@ -1,6 +1,6 @@
 """jobs/scaling-study: sweep ranks x mode x batch x micro-batches x link over a
-model on the emulated cluster, then CSV, plots and report (see README
-"Scaling studies")."""
+model on the emulated cluster, then CSV, plots and report (see
+docs/scaling-studies.md)."""
 import argparse
 import fcntl
 import json

@@ -231,7 +231,7 @@ void Cluster::write_metrics(nlohmann::json j, const std::vector<RankMetrics>& ra
     j["row_groups"] = opts_.micro_batches > 0 ? opts_.micro_batches : kDefaultRowGroups;
   j["wall_seconds"] = now_seconds() - started_;
   // Which BTLs / one-sided component Open MPI was told to use, and the tb5
-  // backend when btl/tb5 is loaded (README, "tb5").
+  // backend when btl/tb5 is loaded (docs/tb5.md).
   if (!transport_) transport_ = mpi_control_variables({"btl", "osc", "btl_tb5_backend_in_use"});
   j["transport"] = *transport_;
   j["per_rank"] = nlohmann::json::array();

@@ -54,7 +54,7 @@ class Cluster {
 
  private:
   void set_up();
-  void warn_of_small_pages() const;  // after loading: the weights mostly on small pages (the README says why)
+  void warn_of_small_pages() const;  // after loading: the weights mostly on small pages (docs/kernels.md, "Memory", says why)
   RankMetrics my_metrics() const;
   void write_metrics(nlohmann::json j, const std::vector<RankMetrics>& ranks, bool final);
 

@@ -1,7 +1,7 @@
 // trillion calibrate [--output PROFILE.json] [--name NAME] [--quick]
 //   (mpirun -np 2 trillion calibrate ... adds the link between ranks 0 and 1)
 // Measures the host it runs on into a profile `trillion plan --profile`
-// reads (plan/profile.hpp, README "Planning"): read bandwidth (all cores, one
+// reads (plan/profile.hpp, docs/planning.md): read bandwidth (all cores, one
 // core), the FLOP/s one core reaches per kernel ("<format>/<path>") at batch
 // 1..128 with the weights in cache, float32 dot/axpy (attention over the
 // cache), the thread pool's dispatch time, and under mpirun the RMA channel's

@@ -32,7 +32,7 @@ int run_convert(const Args& args) {
                   "usage: trillion convert --input HF_DIR --output MODEL_DIR [--experts-per-shard N] [--force]\n"
                   "                        [--quantize int8|int4|fp8]\n\n"
                   "Checks the checkpoint against its config.json, then copies every tensor's bytes unchanged\n"
-                  "into sharded HDF5 (docs/FORMAT.md) with an XXH64 checksum per tensor. --quantize requantizes\n"
+                  "into sharded HDF5 (docs/format.md) with an XXH64 checksum per tensor. --quantize requantizes\n"
                   "a bf16 checkpoint: every linear layer and lm_head to int8 (bf16 scale per 32 columns), int4\n"
                   "(group 32) or fp8 (e4m3, 128x128 blocks); the quantization error is printed per role.",
                   desc))

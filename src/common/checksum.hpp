@@ -1,7 +1,7 @@
 // The manifest's per-tensor checksums: XXH64 (Yann Collet's xxHash, 64-bit
 // variant; seed 0 in the manifest) from libxxhash (Debian libxxhash-dev,
 // Homebrew xxhash). Fast enough (>10 GB/s per core) to verify weights while
-// they are read. The algorithm is part of the format (docs/FORMAT.md):
+// they are read. The algorithm is part of the format (docs/format.md):
 // another one would invalidate every converted model.
 #pragma once
 #include <cstddef>

@@ -1,7 +1,7 @@
 // A file name read from a model directory's own data (a manifest's shard, an
 // HF index's weight_map entry) must name a file of that directory: the
 // directory is data, and data never decides which other files trillion opens
-// (README "Reliability"). One check for every such name.
+// (docs/reliability.md). One check for every such name.
 #pragma once
 #include <filesystem>
 #include <string>

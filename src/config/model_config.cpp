@@ -105,7 +105,7 @@ WeightFormat parse_quantization(const json& j, const std::string& source, bool* 
   const json& q = *it;
   if (!q.is_object()) throw ConfigError(source + ": quantization_config must be an object");
   const std::string method = q.value("quant_method", "");
-  if (method == "trillion") {  // written by `trillion convert --quantize` (docs/FORMAT.md)
+  if (method == "trillion") {  // written by `trillion convert --quantize` (docs/format.md)
     const std::string from = q.value("quantized_from", "");
     if (from != "bf16")
       throw ConfigError(source + ": quantization_config.quantized_from must be \"bf16\", got \"" + from + "\"");

@@ -10,7 +10,7 @@ namespace trillion {
 
 namespace {
 
-// The name of an expert's first tensor as the format stores it (docs/CHECKPOINT.md).
+// The name of an expert's first tensor as the format stores it (docs/checkpoint.md).
 std::string first_expert_tensor(const ModelConfig& cfg, int64_t layer, int64_t expert) {
   const bool packed = cfg.weight_format == WeightFormat::int4_group && cfg.hidden_size % 32 == 0;
   return hf_expert_prefix(layer, expert) + (packed ? "gate_proj.weight_packed" : "gate_proj.weight");

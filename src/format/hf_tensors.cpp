@@ -44,7 +44,7 @@ std::string hf_expert_prefix(int64_t layer, int64_t expert) {
 
 namespace {
 
-// How a logical weight is stored, per docs/CHECKPOINT.md "Formats of each kind".
+// How a logical weight is stored, per docs/checkpoint.md "Formats of each kind".
 enum class Kind {
   norm,         // RMSNorm weight [n]: BF16 in every format
   linear,       // LIN: a linear layer outside the routed experts

@@ -1,6 +1,6 @@
 // The tensors a Hugging Face checkpoint of a given ModelConfig must hold:
 // name, shape, dtype(s) and where the converter stores each one. This table
-// (docs/CHECKPOINT.md, transcribed) is the one place that knows HF names; the
+// (docs/checkpoint.md, transcribed) is the one place that knows HF names; the
 // converter checks a checkpoint against it and the loader checks a manifest.
 #pragma once
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 namespace trillion {
 
-// Which shard a tensor lives in (docs/FORMAT.md): the token embedding, the
+// Which shard a tensor lives in (docs/format.md): the token embedding, the
 // final norm + lm_head, one decoder layer without its routed experts, a group
 // of routed experts of one layer, and the same two for multi-token-prediction
 // layers (index >= num_hidden_layers).

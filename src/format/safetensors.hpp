@@ -1,4 +1,4 @@
-// One .safetensors file (docs/CHECKPOINT.md), mapped and fully validated on
+// One .safetensors file (docs/checkpoint.md), mapped and fully validated on
 // open: a header that lies about its tensors is an error naming the file and
 // the tensor, never an out-of-bounds read later.
 //

@@ -1,5 +1,5 @@
 // Scalar element access to a QMatrix in its stored format: the definitions
-// the reference and portable kernels use (docs/CHECKPOINT.md gives the math).
+// the reference and portable kernels use (docs/checkpoint.md gives the math).
 // Internal to src/kernels; not included by the ISA-flagged files.
 #pragma once
 #include <cstdint>

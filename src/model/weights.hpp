@@ -1,6 +1,6 @@
 // The weights of the layers a rank holds, as views into the TensorSource's
 // memory (mmap'd shards; nothing copied). The only place that maps Hugging
-// Face tensor names to fields (docs/CHECKPOINT.md). Shapes use d = hidden_size,
+// Face tensor names to fields (docs/checkpoint.md). Shapes use d = hidden_size,
 // H = num_attention_heads, nope/rope/v = qk_nope/qk_rope/v_head_dim,
 // r = kv_lora_rank, E = n_routed_experts.
 #pragma once

@@ -180,7 +180,7 @@ LinkProfile default_link_profile() {
   l.name = "shared memory, one host (built-in default)";
   l.latency = 2e-6;     // ENVIRONMENT: 0.15-0.5 us with free cores, ~2 us with spin-then-yield
   l.bandwidth = 20e9;   // 1 MiB notified puts at 20-30 GB/s with 2 ranks
-  l.sources = {{"all", "built-in default: RMA channel on one host, docs/RMA.md figures"}};
+  l.sources = {{"all", "built-in default: RMA channel on one host, docs/rma.md figures"}};
   return l;
 }
 

@@ -1,4 +1,4 @@
-// Machine profiles (docs/PROFILES.md): what `trillion plan` predicts from.
+// Machine profiles (docs/planning.md, "Profiles"): what `trillion plan` predicts from.
 // A host: memory, cores, read bandwidth, and per kernel ("<format>/<path>")
 // the FLOP/s one core reaches at several batch sizes with the weights in
 // cache (the compute side of the roofline; memory is the bandwidth's side).

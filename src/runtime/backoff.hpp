@@ -2,7 +2,7 @@
 // (4 ranks on 2 cores here) a pure spin costs a scheduler slice per hop (2-7
 // ms, ENVIRONMENT.md) and usleep 40-100 us. Spinning briefly then calling
 // sched_yield is right when a core is free for the peer; when ranks
-// outnumber cores, yielding at once is best (measured in docs/RMA.md: a
+// outnumber cores, yielding at once is best (measured in docs/rma.md: a
 // 4-rank ring on 2 cores, 256 spins ~15-37 us per hop, 0 spins ~4-10 us,
 // MPI_Send/Recv ~4-9 us).
 #pragma once

@@ -1,6 +1,6 @@
 // RmaChannel: point-to-point messages between the ranks of an MpiEnv over MPI
 // one-sided RMA — the hot-path transport of activations, routed tokens and
-// sampled tokens (DESIGN "Parallel runtime"; docs/RMA.md has the protocol,
+// sampled tokens (DESIGN "Parallel runtime"; docs/rma.md has the protocol,
 // the Open MPI settings and measurements).
 //
 // Each rank exposes one window holding, per source rank, a ring of receive
@@ -91,7 +91,7 @@ class RmaChannel {
   void send(int dest, int32_t tag, std::span<const std::byte> data);
   // Sends only if every chunk has a free slot now; never blocks for credits.
   // (try_* calls never wait or yield: a loop polling them should call
-  // sched_yield() when a round made no progress, see docs/RMA.md.)
+  // sched_yield() when a round made no progress, see docs/rma.md.)
   bool try_send(int dest, int32_t tag, std::span<const std::byte> data);
   // One poll step for loops that try several peers: refresh() once, then
   // the try_*_polled calls, which make no MPI call unless they move data.
@@ -99,7 +99,7 @@ class RmaChannel {
   // polls its sockets and yields the core (two system calls); an exchange
   // with 3 peers made 6 of them per check, and on a virtual machine whose
   // system calls cost tens of microseconds a waiting rank took most of the
-  // core its computing neighbour was pinned to (docs/RMA.md, "Waiting: spin, then yield").
+  // core its computing neighbour was pinned to (docs/rma.md, "Waiting: spin, then yield").
   void refresh(bool progress = false) { sync(progress); }
   bool try_send_polled(int dest, int32_t tag, std::span<const std::byte> data);
 

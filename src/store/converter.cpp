@@ -155,7 +155,7 @@ void write_shard(const PlannedShard& s, const fs::path& dir, Manifest& m, Progre
 }
 
 // config.json of a quantized model: the checkpoint's, in its key order, with
-// trillion's quantization_config (docs/FORMAT.md).
+// trillion's quantization_config (docs/format.md).
 void write_quantized_config(const fs::path& in, const fs::path& out, WeightFormat format) {
   std::ifstream f(in);
   nlohmann::ordered_json j;

@@ -1,5 +1,5 @@
 // `trillion convert`: a Hugging Face checkpoint directory -> a trillion model
-// directory (docs/FORMAT.md). Validates everything before writing, copies the
+// directory (docs/format.md). Validates everything before writing, copies the
 // tensors' bytes unchanged at disk speed, checksums them on the way, and
 // publishes the result only when complete.
 #pragma once
@@ -26,7 +26,7 @@ struct ConvertOptions {
   bool force = false;             // replace an existing converted model at output_dir
   std::ostream* log = nullptr;    // warnings and progress (stderr in the CLI); null: silent
   // --quantize: requantize a bf16 checkpoint's linear layers (incl. lm_head)
-  // to int8_group, int4_group or fp8_block (docs/FORMAT.md "Quantized models").
+  // to int8_group, int4_group or fp8_block (docs/format.md "Quantized models").
   std::optional<WeightFormat> quantize;
   int threads = 0;                // quantization threads; <= 0: every core
 };

@@ -61,7 +61,7 @@ H5Id shard_file_access();
 // found"), to append to our own messages; call right after a failed HDF5 call.
 std::string hdf5_error_detail();
 
-// The HDF5 storage type of a dtype (docs/FORMAT.md): the bytes are the
+// The HDF5 storage type of a dtype (docs/format.md): the bytes are the
 // checkpoint's, so bf16 is stored as u16 and e4m3 as u8.
 hid_t hdf5_type(DType t);
 
@@ -72,7 +72,7 @@ bool write_int64_attr(hid_t obj, const char* name, const std::vector<int64_t>& v
 std::optional<std::string> read_string_attr(hid_t obj, const char* name);
 std::optional<std::vector<int64_t>> read_int64_attr(hid_t obj, const char* name);
 
-// Values written into every shard (docs/FORMAT.md "File attributes").
+// Values written into every shard (docs/format.md "File attributes").
 inline constexpr const char* kFormatName = "trillion-hdf5";
 inline constexpr int64_t kFormatVersion = 1;
 inline constexpr uint64_t kAlignment = 4096;

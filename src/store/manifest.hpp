@@ -1,4 +1,4 @@
-// manifest.json of a converted model (docs/FORMAT.md): which shard files
+// manifest.json of a converted model (docs/format.md): which shard files
 // exist, and for every tensor its shard, dtype, shape, byte range and XXH64.
 // Parsing validates every field, so the loader and `plan` can trust it.
 #pragma once

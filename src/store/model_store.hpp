@@ -1,4 +1,4 @@
-// A converted model directory (docs/FORMAT.md), opened for reading. Tensors
+// A converted model directory (docs/format.md), opened for reading. Tensors
 // are handed out as views into mmap'd shard files; a shard is opened and
 // mapped only when one of its tensors is first asked for, so a rank touches
 // only the files of what it holds.

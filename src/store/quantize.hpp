@@ -1,5 +1,5 @@
 // `trillion convert --quantize int8|int4|fp8`: requantizes a bf16 matrix into
-// one of the formats the kernels read (docs/FORMAT.md "Quantized models"),
+// one of the formats the kernels read (docs/format.md "Quantized models"),
 // and measures the error it makes. Every rounding rule is exact and
 // deterministic (results do not depend on the thread count), so an
 // independent implementation (tests/e2e/test_quantize.py) reproduces the
@@ -95,7 +95,7 @@ struct QuantizationReport {
   void add(const std::string& name, LinearRole role, const std::vector<int64_t>& shape, const QuantStats& s);
 };
 
-// The table convert prints, and quantization.json (docs/FORMAT.md).
+// The table convert prints, and quantization.json (docs/format.md).
 void print_quantization(std::ostream& out, const QuantizationReport& r);
 nlohmann::json quantization_json(const QuantizationReport& r, const std::string& source);
 

@@ -1,4 +1,4 @@
-// Which shard file a tensor goes to (docs/FORMAT.md): a pure function of the
+// Which shard file a tensor goes to (docs/format.md): a pure function of the
 // tensor's role, layer and expert, the config and experts_per_shard, so the
 // converter and anything predicting file names agree.
 #pragma once

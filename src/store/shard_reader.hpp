@@ -1,4 +1,4 @@
-// Opens one shard of a converted model the way docs/FORMAT.md "Loading" says:
+// Opens one shard of a converted model the way docs/format.md "Loading" says:
 // the file size is checked against the manifest before anything else, HDF5
 // confirms every listed dataset (contiguous, offset, shape, dtype, checksum
 // attribute), and only then is the whole file mapped read-only. The HDF5

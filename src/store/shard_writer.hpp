@@ -1,4 +1,4 @@
-// Writes one HDF5 shard file (docs/FORMAT.md "Datasets"): one contiguous,
+// Writes one HDF5 shard file (docs/format.md "Datasets"): one contiguous,
 // unfiltered, early-allocated dataset per tensor, aligned to 4096 bytes, with
 // the checkpoint's bytes unchanged and the dtype/checksum attributes. The
 // XXH64 is computed while the bytes are written, chunk by chunk, so the

@@ -1,7 +1,7 @@
 """`trillion convert --quantize int8|int4|fp8` against an independent numpy
 quantizer: every byte trillion wrote (read back with h5py) and every error
 figure of its report (quantization.json) must equal what numpy computes from
-the synthetic bf16 checkpoint with the rounding rules of docs/FORMAT.md
+the synthetic bf16 checkpoint with the rounding rules of docs/format.md
 "Quantized models". The `small` preset has widths that are not multiples of
 128 or 32 (partial fp8 blocks, partial int8 groups); `tiny` has a q_b_proj
 with in_features 48, which int4 keeps in bf16.

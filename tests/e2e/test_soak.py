@@ -18,7 +18,7 @@ rank's RSS exceeds its value at 10% by more than 10%.
 
 The suite runs the 10,000-request soak on 4 ranks (expert) and 3
 (pipeline), about 20-50 s each; longer ones (--requests 100000) are the
-same command (README, Reliability)."""
+same command (docs/reliability.md)."""
 import csv
 import json
 import os

@@ -86,7 +86,7 @@ for name in os.listdir("hostfiles"):
     shutil.copy(f"hostfiles/{name}", f"{F}/hostfile/{name}")
 put("hostfile", "keys", "# comment\nnode1 slots=4 max_slots=8\nnode2   # no slots\nnode3 max-slots=2\n")
 
-# A manifest in the form Manifest::to_json writes (docs/FORMAT.md).
+# A manifest in the form Manifest::to_json writes (docs/format.md).
 manifest = {
     "format": "trillion-hdf5", "format_version": 1, "weight_format": "fp8", "experts_per_shard": 2,
     "source": {"path": "/hf/DeepSeek-V3"},

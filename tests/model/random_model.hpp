@@ -26,7 +26,7 @@ nlohmann::json tiny_config_json(const TinyModelOptions& opt = {});
 ModelConfig tiny_config(const TinyModelOptions& opt = {});
 
 // Every tensor of cfg's layers (not the MTP layer) with random values, stored
-// as cfg.weight_format stores them (docs/CHECKPOINT.md).
+// as cfg.weight_format stores them (docs/checkpoint.md).
 void fill_random_model(const ModelConfig& cfg, MemoryTensorSource& source, uint64_t seed);
 
 }  // namespace trillion::test

@@ -1,4 +1,4 @@
-"""A converted trillion model directory (docs/FORMAT.md: config.json,
+"""A converted trillion model directory (docs/format.md: config.json,
 manifest.json, HDF5 shards), read with h5py, with the same interface as
 safetensors_reader.Checkpoint so the reference runs on what trillion stores
 (e.g. a model requantized by `trillion convert --quantize`).

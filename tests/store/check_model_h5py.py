@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Cross-checks a converted model directory against docs/FORMAT.md with h5py
+"""Cross-checks a converted model directory against docs/format.md with h5py
 (an HDF5 reader sharing no code with trillion) and the source checkpoint:
 
     check_model_h5py.py MODEL_DIR HF_DIR

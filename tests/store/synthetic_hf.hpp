@@ -1,4 +1,4 @@
-// Tiny synthetic Hugging Face checkpoints (docs/CHECKPOINT.md layout) written
+// Tiny synthetic Hugging Face checkpoints (docs/checkpoint.md layout) written
 // from C++, in each weight format, plus a temporary-directory helper.
 #pragma once
 #include <functional>

@@ -1,4 +1,4 @@
-// The expected-tensor table against docs/CHECKPOINT.md, on the real
+// The expected-tensor table against docs/checkpoint.md, on the real
 // DeepSeek-V3 and Kimi K2 (Thinking) shapes.
 #define BOOST_TEST_MODULE hf_tensors
 #include <boost/test/unit_test.hpp>

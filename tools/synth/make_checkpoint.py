@@ -8,7 +8,7 @@
     /usr/bin/python3 tools/synth/make_checkpoint.py --self-test
 
 Writes DIR/config.json, DIR/generation_config.json, DIR/model.safetensors.index.json and
-DIR/model-0000K-of-0000N.safetensors, in the layout of docs/CHECKPOINT.md.  Output is a
+DIR/model-0000K-of-0000N.safetensors, in the layout of docs/checkpoint.md.  Output is a
 pure function of (preset, format, seed, files, nextn-layers): the same bytes every run.
 Tensors are generated and written one row-chunk at a time (peak memory ~ a few hundred MB
 whatever the preset).  Needs only the standard library and numpy.
@@ -70,7 +70,7 @@ def main(argv=None):
     ap.add_argument("--nextn-layers", type=int, default=None,
                     help="override num_nextn_predict_layers (MTP layers written after the main stack)")
     ap.add_argument("--list-presets", action="store_true")
-    ap.add_argument("--verify", metavar="DIR", help="check a checkpoint directory against docs/CHECKPOINT.md")
+    ap.add_argument("--verify", metavar="DIR", help="check a checkpoint directory against docs/checkpoint.md")
     ap.add_argument("--self-test", action="store_true")
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)

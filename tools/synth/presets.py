@@ -214,7 +214,7 @@ def generation_config(c):
 # --------------------------------------------------------------------------- tensors
 
 # kind:  embed | head | norm | gate | bias | lin | exp | lin_bf16
-#   lin      : a LIN matrix of docs/CHECKPOINT.md (fp8 in the fp8 format, bf16 otherwise)
+#   lin      : a LIN matrix of docs/checkpoint.md (fp8 in the fp8 format, bf16 otherwise)
 #   exp      : a routed expert matrix, EXP (fp8 in fp8, int4 in int4)
 #   lin_bf16 : a linear layer every format keeps in bf16 (the MTP eh_proj, as in DeepSeek-V3's FP8 release)
 # init:  ("normal", std) | ("norm",) = 1 + 0.1 N(0,1) | ("uniform", lo, hi)

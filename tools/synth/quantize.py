@@ -4,7 +4,7 @@ Kimi K2 Thinking).  numpy only.  Every function here is exact and
 deterministic; `make_checkpoint.py --self-test` checks each encoder against an
 independent table-based one.
 
-Conventions (see docs/CHECKPOINT.md):
+Conventions (see docs/checkpoint.md):
   bf16   : upper 16 bits of the float32 after round-to-nearest-even; NaN -> 0x7fc0 (sign kept).
   e4m3fn : 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities; 0x7f / 0xff are NaN;
            largest finite 448 (0x7e); subnormals m * 2^-9, m = 1..7.

@@ -1,5 +1,5 @@
 """Reading a synthetic checkpoint back: `verify` (a directory against
-docs/CHECKPOINT.md, for `make_checkpoint.py --verify`) and `Checkpoint` (random
+docs/checkpoint.md, for `make_checkpoint.py --verify`) and `Checkpoint` (random
 access to dequantized tensors, for the self-test).  Separate from the writer
 (generator.py) so the checks stay an independent second reading.
 """
@@ -15,7 +15,7 @@ from generator import checkpoint_format, plan
 # --------------------------------------------------------------------------- verification
 
 def verify(d):
-    """Reads a checkpoint directory back; -> list of problems (empty if it matches docs/CHECKPOINT.md)."""
+    """Reads a checkpoint directory back; -> list of problems (empty if it matches docs/checkpoint.md)."""
     problems = []
     config = json.load(open(os.path.join(d, "config.json")))
     fmt = checkpoint_format(config)

@@ -1,6 +1,6 @@
 """The trained model as a Hugging Face checkpoint in DeepSeek-V3's FP8 layout,
 and back: written with tools/synth's table of tensors and its encoders (the
-same layout as the synthetic checkpoints, docs/CHECKPOINT.md), read back with
+same layout as the synthetic checkpoints, docs/checkpoint.md), read back with
 tests/reference's dequantization (the float64 oracle's), so the script's own
 evaluation sees exactly the weights trillion loads.
 

@@ -4,7 +4,7 @@ balanced by e_score_correction_bias, a shared expert, one MTP layer with its
 own loss) on the KJV Bible, with our own byte-level BPE; writes the FP8 HF
 checkpoint that `trillion convert` reads, loss.png and training.json.
 
-    /usr/bin/python3 tools/train/train.py --output models/kjv        # the full run (see README)
+    /usr/bin/python3 tools/train/train.py --output models/kjv        # the full run (see tools/train/README.md)
     /usr/bin/python3 tools/train/train.py --arch smoke --steps 30 --output /tmp/kjv-smoke
 
 Deterministic for (seed, threads): fixed seeds for init and batches, a fixed

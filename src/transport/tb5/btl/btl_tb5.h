@@ -30,7 +30,7 @@ typedef struct {
 
 typedef struct {
   mca_btl_base_component_3_0_0_t super;
-  /* MCA parameters (README, "tb5") */
+  /* MCA parameters (docs/tb5.md) */
   char* backend;
   char* if_include;
   char* verbs_library;

@@ -2,7 +2,7 @@
 // probability `loss`, sent twice with probability `duplicate`, or held back
 // and sent after the next frame (overtaken) with probability `reorder`.
 // Deterministic for a seed, so a failing run can be replayed. Set from
-// btl_tb5_inject_loss / _duplicate / _reorder / _seed (README, "tb5").
+// btl_tb5_inject_loss / _duplicate / _reorder / _seed (docs/tb5.md).
 #pragma once
 #include <memory>
 #include <mutex>
