@@ -1,7 +1,7 @@
 // Weight-streaming rate of matmul per format: GB/s of weights read for batch 1
-// (decode is bound by memory bandwidth: compare with ~17-19 GB/s per core
-// here, ENVIRONMENT.md) and GFLOP/s for larger batches (compute bound; FMA
-// peak ~98 GFLOP/s per core). Best of 5 trials. INT8xQ8 / INT4xQ8 rows are
+// (decode is bound by memory bandwidth: compare with bench_memory's read
+// bandwidth) and GFLOP/s for larger batches (compute bound: compare with its
+// FMA peak). Best of 5 trials. INT8xQ8 / INT4xQ8 rows are
 // the integer-dot path (activations quantized to int8 in each call). With 2+ threads it also
 // prints the pool's dispatch latency (an empty parallel_for, and a decode-
 // sized 512 x 2048 INT8 matmul at n = 1), wall time per call.

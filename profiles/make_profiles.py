@@ -33,8 +33,8 @@ if args.calibrated:
     h["memory_bytes"] = 24 * GiB
     h["bandwidth_bytes_per_s"] = 30e9
     h["bandwidth_per_core_bytes_per_s"] = 18e9
-    h["sources"]["memory_bytes"] = "published: the VM's 24 GiB (ENVIRONMENT.md)"
-    h["sources"]["bandwidth_bytes_per_s"] = ("measured here when quiet (bench_memory, ENVIRONMENT.md: 28-33 GB/s on 2 "
+    h["sources"]["memory_bytes"] = "published: the VM's 24 GiB"
+    h["sources"]["bandwidth_bytes_per_s"] = ("measured here when quiet (bench_memory: 28-33 GB/s on 2 "
                                              "threads); calibrate's own figure was taken under heavy load")
     h["sources"]["bandwidth_per_core_bytes_per_s"] = "measured here when quiet (bench_memory: 17-19 GB/s on 1 thread)"
     dev["source"] = "this project's 2 vCPU AMD EPYC Zen 3 VM; kernel rates measured by trillion calibrate"
@@ -43,8 +43,8 @@ if args.calibrated:
 dev = json.load(open(dev_path))
 zen = dev["host"]
 
-# Per-core FP32 FMA peak: Zen 3 2 x 256-bit FMA at ~3 GHz = 98 GFLOP/s (measured here,
-# ENVIRONMENT.md); Apple P-cores 4 x 128-bit FMA = 32 FLOP/cycle at their published clocks.
+# Per-core FP32 FMA peak: Zen 3 2 x 256-bit FMA at ~3 GHz = 98 GFLOP/s (measured on
+# that VM by bench_memory); Apple P-cores 4 x 128-bit FMA = 32 FLOP/cycle at their published clocks.
 ZEN_PEAK = 98e9
 
 
@@ -100,7 +100,7 @@ profiles = {
         "bandwidth_bytes_per_s": 4e9,
         "sources": {
             "latency_s": "estimated: ~300 us over TCP between Macs (Jeff Geerling; Apple TN3205 as quoted), our RMA "
-                         "over TCP across namespaces here ~100 us (ENVIRONMENT.md) plus the progress thread's 100 us "
+                         "over TCP across namespaces here ~100 us plus the progress thread's 100 us "
                          "interval; not measured by us",
             "bandwidth_bytes_per_s": "estimated: twice a TB4 bridge's iperf3 16.4 Gbit/s (jiribrejcha.net), ~32 Gbit/s; "
                                      "not measured by us"}}},

@@ -51,12 +51,12 @@ const struct {
 // FLOP/s of one core at each batch, per kernel, of a 1024 x 2048 matrix.
 // streaming_mib 0: one matrix, which stays in cache (1-8 MB): the compute side
 // of the roofline. Otherwise copies of it cycled, streaming_mib MiB in all as
-// the bandwidth probe's (past the caches: this VM reports a 480 MiB L3), out of
-// a file mapping as the engine reads its shards (page cache, read in on 2 MiB
-// pages where the kernel gives them, kernel_probe.hpp): below the in-cache
-// rates where the kernel cannot hide the reads, at few rows and for formats
-// slow to unpack (here bf16 at one row streams 14.9 GFLOP/s against 29.7 in
-// cache).
+// the bandwidth probe's (past the caches: some VMs report an L3 of hundreds of
+// MiB), out of a file mapping as the engine reads its shards (page cache,
+// read in on 2 MiB pages where the kernel gives them, kernel_probe.hpp):
+// below the in-cache rates where the kernel cannot hide the reads, at few
+// rows and for formats slow to unpack (bf16 at one row can stream at half its
+// in-cache rate).
 json kernel_rates(bool quick, bool wall, int64_t streaming_mib = 0) {
   const char* tmp = std::getenv("TMPDIR");
   const std::string scratch = tmp && *tmp ? tmp : "/tmp";
@@ -77,8 +77,8 @@ json kernel_rates(bool quick, bool wall, int64_t streaming_mib = 0) {
     const std::vector<Owned>& W = streaming ? streaming->matrices() : in_cache;
     // One untimed pass over every copy first, as a model's warm-up step
     // (scheduler/warmup.cpp) reads its weights before requests: the first
-    // trials of a fresh mapping ran 10x slow on the VM of 2026-12-02 (fp8 at
-    // one row 3.8 GFLOP/s streaming, 39-40 in the next two calibrations).
+    // trials of a fresh mapping can run ten times slower on a VM whose page
+    // faults are slow.
     for (const Owned& w : W) matmul(w.m, x.data(), 1, y.data(), pool);
     for (bool q8 : {false, true}) {
       if (q8 && !q8_supports(f.f)) continue;

@@ -39,7 +39,7 @@ Owned make_matrix(MatFormat f, int64_t rows, int64_t cols) {
   for (auto& b : o.data) b = uint8_t(rng() & 0x3f);  // small finite values of the integer formats
   // Float formats get normal values like a model's weights: random bytes
   // would make 1 in 64 of them subnormal, and x86 FMAs on subnormals take
-  // microcode assists (measured: F32/BF16 stuck at 4 GFLOP/s at every batch).
+  // microcode assists (F32/BF16 then ran at a small fraction of their rate at every batch).
   if (f == MatFormat::F32 || f == MatFormat::BF16) {
     std::normal_distribution<float> g(0.0f, 0.02f);
     for (int64_t i = 0; i < n; ++i) {
@@ -152,9 +152,8 @@ FileBackedMatrices::FileBackedMatrices(const Owned& one, int copies, const std::
   const auto* b = static_cast<const uint8_t*>(base_);
   // Map every page now, as a model's shards are by the time steps run (its
   // load reads them): otherwise the first trials, at one row, time page
-  // faults, not the kernel. On the VM of 2026-12-02, whose faults are slow,
-  // that put fp8 at one row at 5.6 GFLOP/s against 41 in cache, and plan
-  // predicted 10.5 tokens/s for a batch-1 decode measured at 38.5.
+  // faults, not the kernel: on a VM whose faults are slow, a rate several
+  // times too low, and plan's predictions with it.
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
   volatile uint8_t sink = 0;
   for (size_t at = 0; at < size_; at += page) sink = sink + b[at];

@@ -46,8 +46,8 @@ TRILLION_TARGET_AVX2 float sum_avx2(const float* p, size_t n) {
 }
 
 // The same sum read as 4 concurrent sequential streams (the array's quarters):
-// a core pulls more with several streams in flight than with one (measured
-// here: 22-26 vs 14-18 GB/s on one core), and the matmul kernels read 4
+// a core pulls more with several streams in flight than with one (about
+// 1.5x on the machines here), and the matmul kernels read 4
 // streams (matmul_avx2.cpp), so this is the limit they are held to.
 TRILLION_TARGET_AVX2 float sum4_avx2(const float* p, size_t n) {
   const size_t q = n / 4 / 8 * 8;
@@ -69,9 +69,9 @@ TRILLION_TARGET_AVX2 float sum4_avx2(const float* p, size_t n) {
 }
 
 // Independent FMA chains. 2 ports x 4-cycle latency would need 8 in flight,
-// but a Zen 5 core measured 114 / 137 / 168 / 221 GFLOP/s with 8 / 10 / 12 /
-// 16 chains of 256-bit FMAs (and ~220 with 512-bit ones from 8 on): 16 is
-// the peak on both widths; 10, used until 2026-12-05, read half of it there.
+// but a Zen 5 core reaches its peak only with 16 chains of 256-bit FMAs
+// (512-bit ones from 8 on): 16 is the peak on both widths; 10 read half of
+// it there.
 TRILLION_TARGET_AVX2 float fma_peak(long iters) {
   __m256 a[kChains];
   for (int k = 0; k < kChains; ++k) a[k] = _mm256_set1_ps(1.0f + float(k) * 1e-3f);

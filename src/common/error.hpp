@@ -1,6 +1,6 @@
 // Typed exceptions with context. Libraries throw these; only src/app turns
-// them into messages and exit codes (DESIGN: a bad input is a clear error
-// naming the problem and the place, never a crash).
+// them into messages and exit codes: a bad input is a clear error naming the
+// problem and the place, never a crash.
 #pragma once
 #include <stdexcept>
 #include <string>

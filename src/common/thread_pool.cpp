@@ -24,9 +24,9 @@ using Clock = std::chrono::steady_clock;
 // spins). Not just the gap between two matmuls of a decode step (a few us):
 // a wait also lasts as long as the other thread's share runs late, and on a
 // virtual machine a sleeping thread's core may be handed back to the host,
-// so its wake-up can take a millisecond. Measured on the bench model (INT8,
-// batch 1, 2 threads, alternating runs): 50 us 31-43 tokens/s with the cores
-// busy 50-86% of the step; 1000 us 51-72, 92-100%; 5000 us 65-76, 93-100%.
+// so its wake-up can take a millisecond. On the bench model's batch-1
+// decode a 50 us limit left the cores idle for a large part of the step;
+// 1000 us and 5000 us kept them busy, 5000 the fastest.
 constexpr int64_t kDefaultSpinUs = 5000;
 // Pause iterations between clock checks, and between yields of the core
 // (~10 us). Yields are rare on purpose: on a loaded machine one hands the

@@ -1,21 +1,20 @@
 // A fixed pool of worker threads for data-parallel loops inside one rank.
 // Work is split by output index ranges (rows/columns), never by a reduction
-// dimension, so results do not depend on the thread count (DESIGN:
-// determinism by construction).
+// dimension, so results do not depend on the thread count
+// (docs/determinism.md).
 //
 // Dispatch: decode runs hundreds of small matmuls per token, and a
-// condition-variable wake-up per call costs 5-70 us. So workers and the
-// caller first spin on atomics for up to TRILLION_POOL_SPIN_US (default
-// 5000; pausing, yielding the core every ~10 us): dispatch then takes
-// ~0.1-0.4 us and a 512 x 2048 INT8 matmul on 2 threads 35-60 us instead of
-// 110-130. The spin adapts (SpinWait): a wait that ends while spinning
+// condition-variable wake-up per call costs microseconds to tens of them. So
+// workers and the caller first spin on atomics for up to TRILLION_POOL_SPIN_US
+// (default 5000; pausing, yielding the core every ~10 us): dispatch then takes
+// well under a microsecond, and a small matmul on 2 threads a fraction of its
+// time with wake-ups. The spin adapts (SpinWait): a wait that ends while spinning
 // doubles the next spin, and so does one that slept but would have fitted in
 // the limit; a longer one (an idle pool) halves it (floor ~1 us). Then they
 // sleep on a condition variable, so an idle process burns at most one spin
 // of CPU. The limit is long because a sleeping thread of a virtual machine
-// can take a millisecond to wake (thread_pool.cpp has the measurements). Ranks that
-// oversubscribe the cores lose 15-30% to spinning (measured: two 2-thread
-// processes on 2 cores): callers that know the cores are shared pass
+// can take a millisecond to wake (thread_pool.cpp). Ranks that oversubscribe
+// the cores lose to spinning (docs/kernels.md, "Threads"): callers that know the cores are shared pass
 // spin = false (the cluster does when a host's ranks x threads exceed its
 // cores); TRILLION_POOL_SPIN_US=0 turns spinning off everywhere.
 #pragma once

@@ -34,8 +34,7 @@ class MappedFile {
   // pages; a no-op elsewhere, or when TRILLION_HUGE_PAGES=0). Decode streams
   // ~180 small matrices a step from all over the weights, and with 4 KiB
   // pages every 4 KiB read past the TLB is a page walk (dearer in a virtual
-  // machine): bench_model batch 1, 2 threads, Zen 5 VM, alternated, 4 KiB
-  // -> 2 MiB pages: INT4 x1.10 (median of 10), INT8 x1.19-1.41 (README).
+  // machine; docs/kernels.md, "Memory", has what it gains).
   // It shapes only pages read in after it: a file the page cache already
   // holds in small pages stays so (Linux without READ_ONLY_THP_FOR_FS cannot
   // collapse file pages), so call it before the first touch.
@@ -51,10 +50,10 @@ class MappedFile {
 // Writes `path`'s dirty pages to disk and asks the kernel to drop its pages
 // from the page cache (POSIX_FADV_DONTNEED; pages a process maps stay). Why:
 // the converter's writes leave a shard cached in the small folios they made
-// (on the Zen 5 VM, 11-17% of a freshly converted model on 2 MiB pages), and
-// a later run maps the cached pages as they are, so advise_huge_pages comes
-// too late; read back after the drop, 96% sat on 2 MiB pages and INT8
-// batch-1 decode ran 119 -> 150 tokens/s. Throws SystemError naming the file
+// (a freshly converted model sat mostly on 4 KiB pages), and a later run maps
+// the cached pages as they are, so advise_huge_pages comes too late; read
+// back after the drop, nearly all of it sits on 2 MiB pages (docs/kernels.md,
+// "Memory"). Throws SystemError naming the file
 // when it cannot be opened or synced; the drop itself is a hint.
 void drop_cached_pages(const std::string& path);
 

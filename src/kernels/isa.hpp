@@ -1,6 +1,6 @@
 // Which instruction-set path the kernels use. Chosen once per process (the
 // best the CPU has, or TRILLION_ISA=portable|avx2|avx2-vnni|avx512|neon|neon-i8mm) and never changed, so a
-// process computes every value the same way (DESIGN: determinism).
+// process computes every value the same way (docs/determinism.md).
 #pragma once
 #include <array>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // picks one per process. Public kernels (matmul.hpp, vector_ops.hpp) call
 // through the active table; tests call each table to compare paths.
 //
-// Contract of every entry (DESIGN: determinism by construction): an output
+// Contract of every entry (docs/determinism.md): an output
 // element's bits depend only on its own inputs - never on n, on which rows or
 // columns a call covers, or on what else x holds. Reductions run in a fixed
 // blocking and order; callers split work over outputs only.

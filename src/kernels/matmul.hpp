@@ -1,7 +1,7 @@
 // Products of a stored-format weight matrix with float activations. Weights
 // are dequantized in registers, never expanded in memory.
 //
-// Determinism contract (DESIGN: determinism by construction): y[t][r] is
+// Determinism contract (docs/determinism.md): y[t][r] is
 // bit-identical whatever n is, whatever the thread count, and whatever other
 // rows x holds. Threads split output rows (columns for matmul_t), never the
 // reduction. The path (portable or AVX2) is fixed per process (isa.hpp).

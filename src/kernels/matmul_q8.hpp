@@ -1,4 +1,4 @@
-// The integer-dot compute path ("fast" in DESIGN): each token's activation
+// The integer-dot compute path (the fast one, --activations int8): each token's activation
 // row quantized to int8 in groups of 32 columns, multiplied with INT8_G32 or
 // INT4_G32 weights as exact integer dot products, one float scale multiply
 // per group. What llama.cpp (q8_0 activations) and DeepSeek's own FP8

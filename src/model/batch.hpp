@@ -2,7 +2,7 @@
 // sequence's cache slot and the token's position in it. A step may mix
 // prefill rows (many positions of one slot, in increasing order) and decode
 // rows (one position of a slot). Every row's result depends only on its own
-// sequence's history and the weights (DESIGN: determinism by construction).
+// sequence's history and the weights (docs/determinism.md).
 #pragma once
 #include <cstdint>
 #include <utility>

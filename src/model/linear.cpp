@@ -29,7 +29,7 @@ const char* to_string(Activations a) { return a == Activations::int8 ? "int8" : 
 Activations resolve_activations(const std::string& flag, WeightFormat f) {
   if (flag != "auto") return parse_activations(flag);
   // FP8 stays on f32 by default, though with VNNI the requantized int8 path
-  // is 1.4-1.5x faster (README, Kernels): its int8 copy costs ~1.06 bytes
+  // is the faster (docs/kernels.md): its int8 copy costs ~1.06 bytes
   // per weight of memory beside the mapped FP8 pages (DeepSeek-V3: ~700 GB
   // more), and a default chosen by each rank's CPU would make one command's
   // bits depend on the machine. On AVX2 without VNNI f32 is also the faster.

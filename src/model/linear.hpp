@@ -1,5 +1,5 @@
 // y = x . W^T for every weight matrix of the model, in one place: the
-// compute path (DESIGN: exact or fast) is chosen here and nowhere else.
+// compute path (exact or fast, --activations) is chosen here and nowhere else.
 //   f32:  float32 activations, float32 accumulation (kernels/matmul.hpp), every format;
 //   int8: activations quantized per token to int8 in groups of 32, exact
 //         integer dot products (kernels/matmul_q8.hpp) for INT8_G32 and

@@ -66,9 +66,9 @@ void moe_forward(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, con
   // fills every part): a 512-token prefill's routed outputs are 32 MiB on
   // the bench model (n x top-k x d floats), at the allocator's mmap
   // threshold, and when the heap's free top was smaller a fresh buffer per
-  // layer was a fresh mapping whose pages all faulted in (1x512 INT4
-  // prefill 620-710 -> 410-450 tokens/s, with ~10% of samples in page
-  // faults and their zero fill, in builds that differed only elsewhere).
+  // layer was a fresh mapping whose pages all faulted in (a 512-token
+  // prefill then spent a large part of its time in page faults and their
+  // zero fill, depending on where unrelated allocations left the heap's top).
   // The largest a step has needed stays allocated, as the heap keeps
   // smaller freed blocks (common/allocator.hpp): a step's peak is unchanged.
   thread_local MoeInFlight f;

@@ -69,7 +69,7 @@ class Transformer {
   // Splits each step's rows into `groups` (whole sequences each) that take
   // turns at every MoE layer: while one group's tokens are with the experts'
   // owners, the next group's attention runs, and a group whose combine is
-  // done starts the next layer (DESIGN: expert mode's schedule). Only an
+  // done starts the next layer (docs/parallel.md, "Expert parallel"). Only an
   // expert backend that overlaps (RmaExperts) gains; every rank of a run
   // must use the same count, since each group is one exchange. A row's bits
   // do not change: rows never mix inside a kernel. 1 = one group.

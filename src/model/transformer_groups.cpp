@@ -1,7 +1,7 @@
 // Transformer::forward with the step's rows in groups that take turns at the
 // MoE layers, so an expert-parallel rank computes while its tokens travel
-// (DESIGN, expert mode: "the next layer's attention free to start for
-// sequences whose combine is done"). With groups a and b, a MoE layer l runs
+// (the next layer's attention is free to start for a group whose combine is
+// done; docs/parallel.md, "Expert parallel"). With groups a and b, a MoE layer l runs
 //
 //   [end a(l-1), combine] attention a(l), route, begin a(l)    (a's dispatch leaves)
 //   [end b(l-1), combine] attention b(l), route, begin b(l)    (while a's travels)

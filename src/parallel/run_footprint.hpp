@@ -5,8 +5,8 @@
 // until the kernel kills the job, hours of nothing and no message.
 //
 // The weights are not counted: they are mapped from the shards and may be
-// larger than memory (DESIGN: a model larger than RAM runs from the page
-// cache). The KV cache and the activations are anonymous memory: they must fit.
+// larger than memory (a model larger than RAM runs from the page cache,
+// slower). The KV cache and the activations are anonymous memory: they must fit.
 #pragma once
 #include <cstdint>
 

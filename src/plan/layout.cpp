@@ -84,7 +84,7 @@ Layout make_layout(const ModelConfig& cfg, const ModelSizes& sizes, ParallelMode
     } else {
       std::vector<int64_t> bytes(size_t(cfg.num_hidden_layers));
       for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) bytes[size_t(l)] = sizes.layer_total(l);
-      // Balance the bytes each stage holds (DESIGN: stages sized by memory).
+      // Balance the bytes each stage holds: stages are sized by memory.
       // Time per stage also depends on which experts a step touches: --stages
       // auto (plan/predict.hpp, time_balanced_stages) balances predicted time.
       st = balance_pipeline(bytes, sizes.embed, sizes.head, ranks);

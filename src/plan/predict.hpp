@@ -1,4 +1,4 @@
-// Predicted tokens/s of a layout on a cluster (DESIGN "Scaling studies"): a
+// Predicted tokens/s of a layout on a cluster (docs/planning.md): a
 // roofline of each rank's work per step, following how the engine executes
 // it (parallel/pipeline.cpp, parallel/expert.cpp, parallel/rma_experts.cpp):
 //  - each matrix call costs max(bytes / the rank's bandwidth, FLOP / (kernel

@@ -162,7 +162,7 @@ json to_json(const LinkProfile& l) {
 }
 
 HostProfile default_host_profile() {
-  // profiles/dev-zen3-2core.json, measured here by `trillion calibrate` (see README "Planning").
+  // profiles/dev-zen3-2core.json, measured by `trillion calibrate` (docs/planning.md, "Profiles").
   static const char* kDefault = R"json({
     "name": "dev-zen3-2core (built-in default)", "memory_bytes": 25769803776, "cores": 2,
     "bandwidth_bytes_per_s": 28e9, "bandwidth_per_core_bytes_per_s": 18e9,
@@ -178,7 +178,7 @@ HostProfile default_host_profile() {
 LinkProfile default_link_profile() {
   LinkProfile l;
   l.name = "shared memory, one host (built-in default)";
-  l.latency = 2e-6;     // ENVIRONMENT: 0.15-0.5 us with free cores, ~2 us with spin-then-yield
+  l.latency = 2e-6;     // below a microsecond with free cores, ~2 us with spin-then-yield (docs/rma.md)
   l.bandwidth = 20e9;   // 1 MiB notified puts at 20-30 GB/s with 2 ranks
   l.sources = {{"all", "built-in default: RMA channel on one host, docs/rma.md figures"}};
   return l;

@@ -70,8 +70,8 @@ ProfileFile read_profile(const std::string& path);
 nlohmann::json to_json(const HostProfile& h);
 nlohmann::json to_json(const LinkProfile& l);
 
-// Built in, used when no profile is given: this project's 2-core Zen 3 VM
-// (measured by `trillion calibrate`, the figures of profiles/dev-zen3-2core.json)
+// Built in, used when no profile is given: a 2-core Zen 3 VM (measured by
+// `trillion calibrate`, the figures of profiles/dev-zen3-2core.json)
 // and shared memory between ranks of one host.
 HostProfile default_host_profile();
 LinkProfile default_link_profile();

@@ -1,10 +1,9 @@
 // Waiting without burning the core a peer needs. With more ranks than cores
-// (4 ranks on 2 cores here) a pure spin costs a scheduler slice per hop (2-7
-// ms, ENVIRONMENT.md) and usleep 40-100 us. Spinning briefly then calling
-// sched_yield is right when a core is free for the peer; when ranks
-// outnumber cores, yielding at once is best (measured in docs/rma.md: a
-// 4-rank ring on 2 cores, 256 spins ~15-37 us per hop, 0 spins ~4-10 us,
-// MPI_Send/Recv ~4-9 us).
+// a pure spin costs a scheduler slice per hop and usleep tens of
+// microseconds. Spinning briefly then calling sched_yield is right when a
+// core is free for the peer; when ranks outnumber cores, yielding at once is
+// best, at parity with MPI_Send/Recv (docs/rma.md, "Waiting: spin, then
+// yield", has the measurements).
 #pragma once
 #include <sched.h>
 
@@ -27,8 +26,8 @@ class Backoff {
   // A wait that has yielded this long is a peer computing, not a message in
   // flight: from then on sleep, from kFirstSleep doubling to kMaxSleep. A
   // yield loop is not free when ranks share a core: CFS hands the yielder
-  // slices, and a 4-rank pipeline on 2 cores measured its stages' compute
-  // 2.3x slower while their core-mates waited by yielding. The cost: a wait
+  // slices, and a pipeline's stages computed much slower while their
+  // core-mates waited by yielding. The cost: a wait
   // ends up to kMaxSleep late (more on a VM: core_sharing.hpp), only after it
   // has lasted kYieldFor; so a rank whose core nobody else needs never sleeps.
   static constexpr std::chrono::microseconds kYieldFor{1000}, kFirstSleep{20}, kMaxSleep{200};

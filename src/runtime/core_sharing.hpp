@@ -1,8 +1,8 @@
 // Whether the ranks on one machine share cores: what a waiting rank may do
 // with its core. A rank whose core nobody else needs waits best by polling
-// (spin, then sched_yield): a sleep on this VM lasts ~100 us more than asked
-// and now and then 4-6 ms (a halted vCPU), and a 2-rank pipeline at batch 1
-// lost ~1.7 ms a step to its stages' sleeps. A rank whose core another busy
+// (spin, then sched_yield): a sleep on a VM can last ~100 us more than asked
+// and now and then milliseconds (a halted vCPU), which every hop of a batch-1
+// pipeline step would pay. A rank whose core another busy
 // rank needs must sleep once a wait is long (Backoff).
 //
 // "Machine" is the running kernel (Linux's boot_id), not the host name: the

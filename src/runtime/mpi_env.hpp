@@ -1,7 +1,7 @@
 // The MPI environment of one trillion process: initialisation, who is where,
 // the lock that serialises MPI calls, the progress thread, and the collective
-// error protocol (STYLE lesson 7: an error one rank meets ends the job on all
-// ranks with that rank's message, never a hang).
+// error protocol (an error one rank meets ends the job on all ranks with
+// that rank's message, never a hang; docs/rma.md, "Errors").
 //
 // Typical main():
 //   trillion::MpiEnv env(argc, argv);
@@ -36,8 +36,10 @@ enum class Progress { Auto, Thread, Off };
 
 struct MpiOptions {
   Progress progress = Progress::Auto;
-  // How often the progress thread enters MPI when the main thread has not.
-  // ENVIRONMENT.md: 20-200 us turns a 68 ms flush stall into ~2 ms.
+  // How often the progress thread enters MPI when the main thread has not:
+  // a rank computing outside MPI stalls its senders' flushes under osc/pt2pt
+  // for as long as it computes, a progress thread for about one interval
+  // (docs/rma.md, "Threads and progress").
   std::chrono::microseconds progress_interval{100};
 };
 

@@ -1,7 +1,7 @@
 // RmaChannel: point-to-point messages between the ranks of an MpiEnv over MPI
 // one-sided RMA — the hot-path transport of activations, routed tokens and
-// sampled tokens (DESIGN "Parallel runtime"; docs/rma.md has the protocol,
-// the Open MPI settings and measurements).
+// sampled tokens (docs/parallel.md; docs/rma.md has the protocol, the Open
+// MPI settings and measurements).
 //
 // Each rank exposes one window holding, per source rank, a ring of receive
 // slots. send() puts header + payload into the next slot at the receiver,

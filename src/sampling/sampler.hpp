@@ -2,7 +2,7 @@
 // temperature-scaled distribution narrowed by top-k, top-p and min-p, with the
 // random number from Philox keyed by (seed, position). The result is a pure
 // function of (logits, params), so it is the same on every rank and in every
-// batch (DESIGN: determinism by construction).
+// batch (docs/determinism.md).
 #pragma once
 #include <cstdint>
 #include <span>

@@ -73,8 +73,8 @@ class Scheduler {
 
   // One throwaway prefill step of up to `rows` rows of pseudo-random tokens,
   // before run() (warmup.cpp): it reads the weights the way steps do, so the
-  // first real step does not pay for first touches (on the VM of 2026-12-02
-  // a 16-token first step took 0.5 s, the same prefill later 0.2 s). With
+  // first real step does not pay for first touches (without it a short first
+  // prefill took two to three times as long as the same prefill later). With
   // `rows` well past experts / top_k it routes to every expert. Its slots are
   // released by run()'s first step; its outputs are discarded, and no row of
   // a request depends on it (each row reads only its own sequence's cache).

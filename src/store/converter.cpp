@@ -305,7 +305,7 @@ ConvertReport convert_checkpoint(const ConvertOptions& o) {
   if (o.quantize) ModelStore::open(dir.string(), StoreOptions{false});
   // Out of the page cache, so the first run reads the shards in afresh on
   // 2 MiB pages instead of mapping the small ones the writes left
-  // (drop_cached_pages says why and what it measured).
+  // (drop_cached_pages says why).
   for (const ShardInfo& s : m.shards()) drop_cached_pages((dir / s.file).string());
   stage.commit();
 

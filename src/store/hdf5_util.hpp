@@ -1,7 +1,7 @@
 // Small RAII and attribute helpers over the HDF5 C API, shared by the shard
 // writer and reader. HDF5 is not built thread-safe here, so every use holds
 // Hdf5Session, which also silences HDF5's own error-stack printing: failures
-// are reported by us, naming the file (DESIGN: clear errors, never noise).
+// are reported by us, naming the file: clear errors, never noise.
 #pragma once
 #include <hdf5.h>
 

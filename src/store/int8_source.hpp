@@ -6,8 +6,8 @@
 // Why not an FP8 integer kernel: e4m3 values are not integers under one
 // scale per group (each carries its own exponent), so an exact integer dot
 // product needs int16 lanes and a per-element shift, halving the rate of the
-// int8 path; requantizing costs one rounding of the weights (measured by
-// bench/quality.py) and makes FP8 run exactly as fast as INT8.
+// int8 path; requantizing costs one rounding of the weights (bench/quality.py
+// measures its effect) and makes FP8 run exactly as fast as INT8.
 //
 // kv_b_proj stays FP8: the absorbed attention uses its W_UK/W_UV blocks on
 // the exact float path (model/linear.hpp), as it does for every format.
@@ -57,8 +57,8 @@ class Int8FromFp8Source : public TensorSource {
   TensorSource& inner_;
   ThreadPool* pool_;
   // The requantized tensors' bytes, on 2 MiB pages (page_arena.hpp): they
-  // are read as the INT8 model's mapped shards are, and on 4 KiB heap pages
-  // made FP8 0.80-0.86x INT8 on the int8 path (run_all.py, 2026-12-05).
+  // are read as the INT8 model's mapped shards are; on 4 KiB heap pages FP8
+  // ran clearly slower than INT8 on the same kernels (docs/benchmarks.md).
   mutable std::mutex mu_;
   std::map<std::string, QuantizedMatrix> done_;  // by prefix (for stats; their bytes moved to arena_)
   std::map<std::string, TensorView> placed_;     // by tensor name: views into arena_

@@ -9,7 +9,7 @@ stood (the prompt's in the prefill, then each produced token's: the MTP layer
 fills its own KV cache at each) and the draft logits of each step's last row.
 Over the whole run the rows are the sequence's positions 0..K-1 in order,
 each once, and must be within 1e-4 of the reference's scale (max |reference|),
-DESIGN's bar for logits; so must the draft logits, whose argmax is then the
+the project's bar for logits; so must the draft logits, whose argmax is then the
 reference's where its top-2 gap is clear."""
 import json
 import os

@@ -7,7 +7,7 @@ Writes a checkpoint with tools/synth/make_checkpoint.py, runs
 tests/reference/run_reference.py and hf_logits on the same requests (hf_logits
 also checks batched prefill == lone decode, bit for bit), and requires every
 logit row to match by tests/reference/logit_rows.py's policy: max|engine -
-ref| <= 1e-4 * max|ref| (DESIGN: bars) and the same argmax where the
+ref| <= 1e-4 * max|ref| (the project's bar) and the same argmax where the
 reference's top-2 gap is clear; with --activations int8, against the reference
 that quantizes the same activations, with its near-tie allowance.
 """

@@ -2,7 +2,7 @@
 policy for tests/model/compare_reference.py and tests/e2e/test_reference.py.
 
 f32 (the exact path): every row within 1e-4 of the row's logit scale
-(max |reference logit|), DESIGN's bar.
+(max |reference logit|), the project's bar.
 
 int8 (the integer-dot path), against the reference that quantizes the same
 activations (deepseek_ref.quantize_activations): the same 1e-4 for every row

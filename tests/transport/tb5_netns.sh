@@ -6,7 +6,7 @@
 # mpiexec for tests/e2e/test_layouts.py: tb5_netns_mpiexec.sh).
 #   tb5_netns.sh --probe    exits 0 where namespaces can be made and entered, else 77
 # Needs root (ip netns); mpirun runs inside the first namespace and reaches
-# the second through an rsh agent that enters it (ENVIRONMENT: namespaces).
+# the second through an rsh agent that enters it (written below, as jobs/netns-agent.sh).
 set -eu
 id=$$
 net="10.213.$((id % 200 + 20))"

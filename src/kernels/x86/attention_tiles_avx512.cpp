@@ -132,10 +132,9 @@ __attribute__((always_inline)) inline void dot_block(const float* a, int64_t lda
 // row and step. The other rows find b in cache, and rows far = 1, 2, 3
 // prefetch a third each of the same tile in the next call's block (b_next:
 // the address of the next call's b; later rows prefetch further on into
-// it), so the first rows' pass over that block waits less on memory. One
-// thread's scores over 512 blocks from memory ran at 68-100 GFLOP/s against
-// 108-140 over one block in cache; the hint measured +3-13% (median of 8
-// alternated rounds, bench_attention 4k/16k positions, batch 1/8).
+// it), so the first rows' pass over that block waits less on memory (the
+// scores from memory ran well below the same over one block in cache; the
+// hint made bench_attention faster at 4k and 16k positions, batch 1 and 8).
 template <int A, int B>
 void dot_rows(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t nb, int64_t n, float* out,
               int64_t ldo, uintptr_t b_next, int64_t far) {

@@ -41,7 +41,7 @@ namespace {
 
 constexpr int kMaxRows = 4, kMaxToks = 4;
 // Tiles of up to this many tokens prefetch the next row tile (below): 1..3
-// token tiles still wait on memory (measured +5-10% at n = 2, 3 for BF16, FP8,
+// token tiles still wait on memory (faster with it at n = 2, 3 for BF16, FP8,
 // INT8); the 4-token tiles are compute bound, and BF16 lost with the blocks there.
 constexpr int kPrefetchToks = 3;
 
@@ -56,8 +56,8 @@ constexpr int kPrefetchToks = 3;
 // bits equal Fp8Format's (used at n >= 4) unless a product e4m3 x is below
 // 2^-70 (~1e-21; it then rounds as a float subnormal, which can move the last
 // bit only of a dot product that small as a whole) or |x| >= 2^64.
-// Measured (bench_matmul, 1 thread, best of 5 alternating runs): n = 1
-// 11.4 -> 15.4 Gw/s from L2, 11.6 -> 14.0 from memory (8192 x 8192).
+// Faster than F16C's conversion at n = 1, from L2 and from memory
+// (bench_matmul, 1 thread).
 struct Fp8Shifted {
   static constexpr int64_t kGroup = 128;
   static constexpr int kBits = 8;
@@ -182,9 +182,9 @@ void rows_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, 
     for (int t = 0; t < TT; ++t) tot[i][t] = _mm256_setzero_ps();
   const int64_t cv = cols & ~int64_t(7);
   if constexpr (F::kGroup == 0 && (TT > kPrefetchToks || F::kBits == 32)) {
-    // F32 streams at bandwidth on hardware prefetch alone (measured ~10%
-    // slower with the prefetch blocks at n = 1, and they cost it half its
-    // n = 32 speed: 4 x 3 totals plus operands just fit the registers of one loop).
+    // F32 streams at bandwidth on hardware prefetch alone (slower with the
+    // prefetch blocks at n = 1, and they cost it half its n = 32 speed: 4 x 3
+    // totals plus operands just fit the registers of one loop).
     accumulate<F, RT, TT>(f, cols, x, r, rs, t0, 0, cv, tot);
   } else if constexpr (F::kGroup == 0) {
     constexpr int64_t B = 2048 / F::kBits;  // 256 bytes of a row per prefetch block
@@ -197,8 +197,8 @@ void rows_tile(const F& f, int64_t cols, const float* x, float* y, int64_t ldy, 
     int64_t g = 0;
     // INT8 decode: the scales of 8 groups converted at once and broadcast
     // from memory (a load, no shuffle), not one scalar conversion, move and
-    // broadcast per group (4 instructions per row and 32 columns; measured
-    // +7-8% at n = 1, 1 thread). The same products and sums.
+    // broadcast per group (4 instructions per row and 32 columns; faster at
+    // n = 1). The same products and sums.
     if constexpr (requires(float* p) { f.scales8(r, g, p); } && TT <= kPrefetchToks) {
       for (; g + 8 * G <= cv; g += 8 * G) {
         alignas(32) float sc[RT][8];
@@ -253,10 +253,9 @@ struct RowTiles {
 // sweep reads RT sequential streams through distinct parts of the matrix.
 // Adjacent rows made the RT streams interleave inside the same few KiB, which
 // the hardware prefetchers follow badly when rows are short: one core read a
-// 2048 x 512 BF16 matrix at 9-10 GB/s with adjacent rows and 21-22 with
-// strided ones, INT8 11-12 -> 14-16 (512 x 2048 INT8: 11-13 -> 12-18; long
-// rows, 8192 x 8192, even). A pure read of 4 interleaved streams showed the
-// same (512-byte rows: 10-12 GB/s adjacent, 22 strided). The last
+// 2048 x 512 BF16 matrix at about half the rate with adjacent rows (INT8
+// gained less; long rows, 8192 x 8192, even). A pure read of 4 interleaved
+// streams showed the same. The last
 // (r1 - r0) % RT rows form one contiguous tile. Which tile a row is in never
 // changes its operations.
 template <class F, int RT, int TT>
@@ -276,8 +275,8 @@ void rows_direct_tiles(const F& f, int64_t cols, const float* x, int64_t n, floa
 
 // n <= 3: one tile of 4 rows x n tokens. n >= 4: tiles of 3 rows x 4 tokens
 // (12 totals, 3 weights, 1 x chunk: the 16 registers), so that n = 4 decodes
-// each weight once, not twice as 3 + 1 tokens did (measured, 4096 x 4096, 1
-// thread: +30-50% at n = 4 for BF16, FP8, INT4, INT8; also ahead or even at n = 5..16).
+// each weight once, not twice as 3 + 1 tokens did (a third faster or more at
+// n = 4 for every format; ahead or even at n = 5..16).
 template <class F>
 void rows_direct(const F& f, int64_t cols, const float* x, int64_t n, float* y, int64_t ldy, int64_t r0,
                  int64_t r1) {

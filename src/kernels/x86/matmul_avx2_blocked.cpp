@@ -18,9 +18,9 @@
 // x is repacked column block by column block, token tile by token tile, as
 // [8-column chunk][token][8 floats]: the 4 chunks a tile step reads are one
 // contiguous 128 bytes, and a block's x streams from L2 in order.
-// Measured on the direct path (bench_matmul, 1 thread, n = 32): its 3 x 4
-// tiles reach 80% of FMA peak for BF16 but 53% for FP8, whose decode takes
-// the FP pipes the FMAs need, and 47% for INT4.
+// On the direct path (bench_matmul, 1 thread, n = 32) the 3 x 4 tiles come
+// near the FMA peak for BF16 but reach only about half of it for FP8, whose
+// decode takes the FP pipes the FMAs need, and for INT4.
 #include <cstdint>
 #include <vector>
 

@@ -18,13 +18,11 @@ void matmul_rows_blocked(const QMatrix& W, const float* x, int64_t n, float* y, 
 
 namespace {
 
-// Smallest n that takes the blocked path; 0: never. Measured (1 thread,
-// 512 x 2048, GFLOP/s direct -> blocked, alternating runs): FP8 n = 8 53 ->
-// 50, n = 12 52 -> 54, n = 16 52 -> 55, n = 20 50 -> 62, n = 64 50 -> 68;
-// INT4 n = 8 54 -> 50, n = 12 53 -> 55, n = 16 50 -> 60, n = 64 46 -> 71.
-// Where the decode is cheap the direct tiles stay ahead or even (n = 32:
-// BF16 77 -> 69, F32 67 -> 66, INT8 52 -> 44: its 32-column groups load,
-// fuse and store the totals every 4 steps).
+// Smallest n that takes the blocked path; 0: never. For FP8 and INT4 the
+// blocked path falls behind the direct tiles at n = 8, is ahead from n = 12
+// and gains with n (bench_matmul, 1 thread, 512 x 2048). Where the decode is
+// cheap the direct tiles stay ahead or even (BF16, F32, and INT8, whose
+// 32-column groups load, fuse and store the totals every 4 steps).
 constexpr int64_t blocked_min_tokens(MatFormat f) {
   return f == MatFormat::FP8_B128 || f == MatFormat::INT4_G32 ? 12 : 0;
 }

@@ -6,12 +6,11 @@
 // and BF16's transposed product (matmul_t_avx512.cpp).
 //
 // Why: W_UK and W_UV stay on the exact float path at decode, and on the
-// bench model (INT4, batch 1, int8 path) the two took about 0.8 ms of a
-// 5.5 ms step, streaming 7 MB at ~9 GB/s: the AVX2 INT4 decode costs 5
-// operations per 8 weights, and the transposed tile keeps one row per fma
-// latency in flight. Here (bench_model --floor, alternated with
-// TRILLION_ISA=avx2-vnni, 3 rounds): W_UK 0.49-0.56 -> 0.15-0.16 ms, W_UV
-// 0.30-0.34 -> 0.21-0.22 ms a step.
+// bench model (INT4, batch 1, int8 path) the AVX2 kernels made them a large
+// part of a step, streaming far below the bandwidth: the AVX2 INT4 decode
+// costs 5 operations per 8 weights, and the transposed tile keeps one row per
+// fma latency in flight. These kernels cut both (bench_model --floor,
+// alternated with TRILLION_ISA=avx2-vnni).
 //
 // Per output element both kernels perform the AVX2 kernels' operations in
 // the same order, on the same exact values, so the bits are the AVX2 table's
@@ -90,9 +89,8 @@ void int4_cols_tile(const QMatrix& W, const float* x, float* y, int64_t t0, int6
 // range's rows fit in L2 (a head's W_UK: 128 rows x 256 bytes), so the
 // tiles after it read from cache, and the first has the whole row's lines
 // in flight, not its own 128 bytes; otherwise each tile its own lines.
-// (W_UK of the bench model's 6 layers in turn, cache flushed before each, 2
-// threads, 8 alternated rounds: x0.94 median, 25-33 us a layer; the whole
-// block prefetched at once to L2 instead measured slower.)
+// (Faster on W_UK of the bench model's layers, cache flushed before each;
+// the whole block prefetched at once to L2 instead measured slower.)
 template <int TT>
 int64_t int4_token_tile(const QMatrix& W, const float* x, float* y, int64_t t0, int64_t c0, int64_t c1) {
   const int64_t end = std::min(c1, W.cols) & ~int64_t(31);  // whole groups only
@@ -104,7 +102,7 @@ int64_t int4_token_tile(const QMatrix& W, const float* x, float* y, int64_t t0, 
     fn(W, x, y, t0, c, b0, b1);
     c += width;
   };
-  if constexpr (TT == 1)  // 16 chains (measured W_UK 0.22 -> 0.16 ms a step on the bench model)
+  if constexpr (TT == 1)  // 16 chains (faster than 8 on the bench model's W_UK)
     while (c + 256 <= end) tile(int4_cols_tile<TT, 8>, 256);
   while (c + 128 <= end) tile(int4_cols_tile<TT, 4>, 128);
   while (c + 32 <= end) tile(int4_cols_tile<TT, 1>, 32);
@@ -132,8 +130,8 @@ void int4_rows_tile(const QMatrix& W, const float* x, float* y, int64_t ldy, int
   constexpr int64_t kBlock = 512;  // columns per prefetch block: 256 bytes of each row, as the AVX2 tile
   // Each stream's row at least 1 KB ahead: the next row (the AVX2 tile's
   // prefetch_next_tile) for rows of 1 KB or more; for short rows (W_UV's
-  // 256 bytes) one row ahead kept too few lines in flight (W_UV as W_UK
-  // above: x0.95 median, ahead in 8 of 8 rounds, 31-33 us a layer).
+  // 256 bytes) one row ahead kept too few lines in flight (W_UV measured as
+  // W_UK above: faster in every round).
   const int64_t ahead = std::max<int64_t>(1, 1024 / row_bytes) * row_bytes;
   for (int64_t c = 0; c < cols; c += 32) {
     if (c % kBlock == 0)

@@ -14,8 +14,8 @@
 // vpdpbusd of bytes of 128 with the activations per group and tile, shared
 // by every row, and its negation is the accumulator each row's vpdpbusd
 // starts from: one instruction per row, group and token pair for the lane
-// sums (the correction by the weights' sum, per row, took two: 8192 x 8192
-// at n = 32 on Zen 4, 2 threads, 183 -> 193 GFLOP/s). The float steps, one
+// sums (the correction by the weights' sum, per row, took two, and ran
+// slower at n = 32). The float steps, one
 // per 4 columns as the definition asks, are the rest of the work. Exact
 // int32 throughout: |sum| <= 4 * 255 * 127 before the correction.
 // INT4_G32: the stored nibbles (w + 8) are the unsigned operand, as in the
@@ -157,13 +157,12 @@ void int4_tile512(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, 
 // 8-lane accumulator (the low half, then the high one), in the definition's
 // order: the bits of int4_tile. About 15 instructions per 64 bytes and row
 // (14 since the -pc start below) against 28 for two ymm pairs: one
-// thread's n = 1 product was bound by issue, not by memory (in L2: 38 GB/s;
-// from DRAM: 30 of the 35 one thread reads), and fewer instructions per
-// byte keep more loads in flight. The
+// thread's n = 1 product was bound by issue, not by memory (it streamed from
+// DRAM below what one thread reads), and fewer instructions per byte keep
+// more loads in flight. The
 // lane sums start from -pc, negated once per pair for all R rows, instead of
 // subtracting pc per row: the same exact int32 sums, one instruction fewer
-// per row (Zen 5, 1 thread, 512 x 2048 in L2, alternated: 52.3 -> 53.6
-// GB/s, 4 rounds).
+// per row.
 // Pf: prefetch a line at least 2 KiB ahead (prefetch_int4_ahead), as the
 // AVX2 tile does (Pf only at n = 1: later tokens find the rows in cache).
 template <int R, bool Pf>
@@ -230,9 +229,8 @@ void int4_one_token512(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t 
 // then the high one), in the definition's order: the bits of `tile`. About
 // 12 instructions per 64 bytes and row against ~20 for two ymm groups (two
 // vpsignb, a scalar scale each): one thread's n = 1 product was bound by
-// issue (Zen 4, 1 thread: 512 x 2048 in L2 21 -> 41 GB/s; 8192 x 8192 from
-// DRAM 14-17 -> 18; the bench model's INT8 batch-1 decode, 2 threads, 80-82
-// -> 89-91 tokens/s). A last odd group or partial group runs as `tile` runs it.
+// issue (this tile doubled it in L2 and sped up the bench model's INT8
+// batch-1 decode). A last odd group or partial group runs as `tile` runs it.
 template <int R, bool Pf>
 void int8_one_token512(const QMatrix& W, const Q8Rows& xq, int64_t wr0, int64_t wrs, int64_t t0, float* y,
                        int64_t ldy, int64_t yr0, int64_t yrs) {

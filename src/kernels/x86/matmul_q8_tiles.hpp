@@ -22,8 +22,8 @@
 // layout and summed per lane, less pc = 8 q: the definition's isum_k.
 // Against unpacking each group to column order (two unpacks and an insert)
 // and converting its scale alone, one token costs 15 instructions per pair
-// and row instead of about 33 (measured: decode's n = 1 product streams
-// 1.5-2x the bytes per second).
+// and row instead of about 33 (decode's n = 1 product streams the faster for
+// it).
 //
 // Included only by files built with -mavx2 -mfma -mf16c (plus their VNNI
 // flags); internal linkage, as avx2_formats.hpp.
@@ -51,12 +51,10 @@ inline void prefetch_next_row(uintptr_t a, int64_t row_bytes) {
 // INT4's rows are half as long (1 KiB for a 2048-column expert matrix, 256
 // bytes for its down projection), so one row on is too close to cover the
 // memory latency: its tiles prefetch at least 2 KiB ahead in each stream
-// (scales too). Measured on the bench model, INT4 batch 1, Zen 5, 2
-// threads, alternated runs: one row -> 2 KiB x1.09 median (10 rounds),
-// 1 KiB -> 2 KiB x1.08 (8), 2 -> 4 KiB x0.92 (8); the AVX2 tile one row ->
-// 2 KiB x1.06 (6). INT8 (2 KiB rows but the down projection's 512 bytes)
-// measured x0.99-1.01 (AVX-512, 8-10 rounds) and x0.96 (AVX2, 6): it keeps
-// one row.
+// (scales too). On the bench model's INT4 batch 1 (alternated runs) 2 KiB
+// was faster than one row or 1 KiB on both the AVX-512 and the AVX2 tile,
+// and 4 KiB slower. INT8 (2 KiB rows but the down projection's 512 bytes)
+// gained nothing from it: it keeps one row.
 constexpr int64_t kInt4PrefetchBytes = 2048;
 inline void prefetch_int4_ahead(uintptr_t a, int64_t row_bytes) {
   prefetch_next_row(a, std::max(row_bytes, kInt4PrefetchBytes));

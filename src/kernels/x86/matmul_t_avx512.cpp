@@ -4,8 +4,8 @@
 //
 // Why: W_UK stays on the exact float path at decode, and the AVX2 tile (32
 // columns, 4 chains per token, one row per fma latency) streamed DeepSeek's
-// FP8 W_UK at 8.5-11 GB/s: 0.6-0.7 ms of a 12 ms batch-1 step on the bench
-// model (bench_model --floor).
+// FP8 W_UK far below the bandwidth, a visible part of a batch-1 step on the
+// bench model (bench_model --floor).
 //
 // Every column is its own chain, for r increasing: acc = fma(value, x[t][r]
 // * scale, acc), value and scale as avx2_formats.hpp's decoders give them
