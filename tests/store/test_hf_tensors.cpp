@@ -15,7 +15,7 @@ using namespace trillion;
 
 namespace {
 
-// The fields of DeepSeek-V3's config.json that matter here (models/deepseek-v3/config.json).
+// The fields of DeepSeek-V3's config.json that matter here (profiles/models/deepseek-v3.json).
 nlohmann::json deepseek_v3() {
   return {{"model_type", "deepseek_v3"}, {"vocab_size", 129280}, {"hidden_size", 7168},
           {"intermediate_size", 18432}, {"moe_intermediate_size", 2048}, {"num_hidden_layers", 61},
