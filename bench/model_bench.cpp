@@ -36,7 +36,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/allocator.hpp"
 #include "common/thread_pool.hpp"
 #include "alternate_read.hpp"
 #include "b1_floor.hpp"
@@ -46,6 +45,7 @@
 #include "format/mapped_pages.hpp"
 #include "model/linear.hpp"
 #include "model/transformer.hpp"
+#include "platform/allocator.hpp"
 #include "store/manifest.hpp"
 #include "store/model_store.hpp"
 
@@ -329,7 +329,7 @@ int run(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-  trillion::configure_allocator();  // as trillion does (common/allocator.hpp)
+  trillion::platform::configure_allocator();  // as trillion does (platform/allocator.hpp)
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {

@@ -19,6 +19,7 @@
 #include "plan/model_cost.hpp"
 #include "plan/predict.hpp"
 #include "plan/profile.hpp"
+#include "platform/page_stats.hpp"
 #include "runtime/mpi_env.hpp"
 #include "runtime/mpi_transport.hpp"
 #include "store/int8_source.hpp"
@@ -172,7 +173,7 @@ void Cluster::set_up() {
 // pages (copied in, converted by an older trillion, read by another program)
 // stay so however they are advised (format/mapped_file.hpp).
 void Cluster::warn_of_small_pages() const {
-  if (!huge_pages_wanted() || !transparent_huge_pages_enabled()) return;
+  if (!huge_pages_wanted() || !platform::transparent_huge_pages_enabled()) return;
   const MappedPages p = mapped_pages(".h5");
   if (!mostly_small_pages(p)) return;
   std::fprintf(stderr,

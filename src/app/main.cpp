@@ -9,9 +9,9 @@
 
 #include <boost/program_options/errors.hpp>
 
-#include "common/allocator.hpp"
 #include "app/commands.hpp"
 #include "common/error.hpp"
+#include "platform/allocator.hpp"
 
 namespace {
 
@@ -39,7 +39,7 @@ void usage(std::FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  trillion::configure_allocator();  // before any step allocates (common/allocator.hpp)
+  trillion::platform::configure_allocator();  // before any step allocates (platform/allocator.hpp)
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

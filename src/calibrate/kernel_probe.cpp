@@ -15,6 +15,8 @@
 #include "common/numeric.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/matmul_q8.hpp"
+#include "platform/file_sync.hpp"
+#include "platform/memory_advice.hpp"
 
 namespace trillion {
 
@@ -137,18 +139,15 @@ FileBackedMatrices::FileBackedMatrices(const Owned& one, int copies, const std::
   // the write path gave them. So the file goes to disk and leaves the page
   // cache, and is read back through such a mapping. (Where the cache cannot
   // drop it, tmpfs say, the pages stay as written: a hint, as for the engine.)
-#ifdef __linux__
-  if (::fdatasync(fd) == 0) (void)::posix_fadvise(fd, 0, off_t(size_), POSIX_FADV_DONTNEED);
-#endif
+  if (platform::can_drop_file_cache() && platform::sync_file_data(fd))
+    platform::drop_file_cache(fd, 0, int64_t(size_));
   base_ = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
   ::close(fd);
   if (base_ == MAP_FAILED) {
     base_ = nullptr;
     throw Error("calibrate: cannot map the scratch file");
   }
-#ifdef MADV_HUGEPAGE
-  if (huge_pages_wanted()) ::madvise(base_, size_, MADV_HUGEPAGE);
-#endif
+  if (huge_pages_wanted()) platform::advise(base_, size_, platform::Advice::huge_pages);
   const auto* b = static_cast<const uint8_t*>(base_);
   // Map every page now, as a model's shards are by the time steps run (its
   // load reads them): otherwise the first trials, at one row, time page

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "platform/file_sync.hpp"
 
 namespace trillion {
 
@@ -31,7 +32,7 @@ void* create_temp_file(const std::string& tmp) {
 void publish_temp_file(void* file, const std::string& tmp, const std::string& path) {
   std::FILE* f = static_cast<std::FILE*>(file);
   // The data is on disk before the name points at it.
-  bool ok = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  bool ok = std::fflush(f) == 0 && platform::sync_file(::fileno(f));
   int e = ok ? 0 : errno;
   if (std::fclose(f) != 0 && ok) ok = false, e = errno;
   if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) ok = false, e = errno;

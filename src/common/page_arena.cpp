@@ -7,6 +7,8 @@
 #include <new>
 #include <string>
 
+#include "platform/memory_advice.hpp"
+
 namespace trillion {
 
 namespace {
@@ -26,9 +28,7 @@ std::byte* map_aligned(size_t size) {
   if (head) ::munmap(raw, head);
   if (kHuge - head) ::munmap(raw + head + size, kHuge - head);
   std::byte* base = raw + head;
-#ifdef MADV_HUGEPAGE
-  if (huge_pages_wanted()) ::madvise(base, size, MADV_HUGEPAGE);  // a hint: failure is harmless
-#endif
+  if (huge_pages_wanted()) platform::advise(base, size, platform::Advice::huge_pages);
   return base;
 }
 

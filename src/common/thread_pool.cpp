@@ -3,17 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <set>
 #include <string>
-#include <utility>
 
 #include "common/cpu_relax.hpp"
 #include "common/error.hpp"
-
-#if defined(__APPLE__)
-#include <sys/sysctl.h>
-#endif
+#include "platform/cpu.hpp"
 
 namespace trillion {
 namespace {
@@ -79,30 +73,7 @@ void ThreadPool::SpinWait::wait(Done&& done, Sleep&& sleep) {
                                  : std::max(min_ns(), budget_ns / 2);
 }
 
-int physical_cores() {
-#if defined(__APPLE__)
-  // Apple Silicon mixes performance and efficiency cores. Blocks are claimed
-  // dynamically, so an efficiency core costs only its share, but it still
-  // streams and computes at a fraction of a performance core's rate, and
-  // decode is bandwidth-bound: the default is the performance cores
-  // (perflevel0), as llama.cpp's. Older systems without perflevels: all.
-  for (const char* name : {"hw.perflevel0.physicalcpu", "hw.physicalcpu"}) {
-    int v = 0;
-    size_t len = sizeof v;
-    if (sysctlbyname(name, &v, &len, nullptr, 0) == 0 && v > 0) return v;
-  }
-#endif
-  const int logical = int(std::max(1u, std::thread::hardware_concurrency()));
-  std::set<std::pair<std::string, std::string>> cores;  // (package, core id)
-  for (int cpu = 0; cpu < logical; ++cpu) {
-    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
-    std::ifstream pkg(dir + "physical_package_id"), core(dir + "core_id");
-    std::string p, c;
-    if (!(pkg >> p) || !(core >> c)) return logical;  // no topology (not Linux, or hidden)
-    cores.emplace(p, c);
-  }
-  return std::max(1, int(cores.size()));
-}
+int physical_cores() { return platform::compute_cores(); }
 
 int thread_limit() {
   const int logical = int(std::max(1u, std::thread::hardware_concurrency()));

@@ -29,10 +29,10 @@
 
 namespace trillion {
 
-// Cores of this machine without SMT siblings (Linux: distinct core ids in
-// /sys/devices/system/cpu; macOS: the performance cores, sysctl
-// hw.perflevel0.physicalcpu; elsewhere the hardware concurrency). Decode is
-// bandwidth-bound and a sibling only competes for the same FMA units.
+// The cores a pool defaults to: Linux's physical cores (SMT siblings count
+// once), macOS's performance cores (platform::compute_cores says how each
+// is found). Decode is bandwidth-bound and a sibling or an efficiency core
+// only competes for the same memory and FMA units.
 int physical_cores();
 
 // The most threads a pool may have: 8 per hardware thread (at least 64), at

@@ -12,6 +12,8 @@
 
 #include "common/error.hpp"
 #include "common/page_arena.hpp"
+#include "platform/file_sync.hpp"
+#include "platform/memory_advice.hpp"
 
 namespace trillion {
 
@@ -21,13 +23,13 @@ namespace {
   throw SystemError(path + ": " + what + ": " + std::strerror(errno));
 }
 
-// madvise works on whole pages: widen [offset, offset+len) to page bounds.
-void advise(const std::byte* base, size_t size, size_t offset, size_t len, int advice) {
+// Advice works on whole pages: widen [offset, offset+len) to page bounds.
+void advise(const std::byte* base, size_t size, size_t offset, size_t len, platform::Advice advice) {
   if (!base || offset >= size || len == 0) return;
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
   size_t begin = offset / page * page;
   size_t end = std::min(size, offset + len);
-  ::madvise(const_cast<std::byte*>(base) + begin, end - begin, advice);  // a hint: failure is harmless
+  platform::advise(base + begin, end - begin, advice);  // a hint: failure is harmless
 }
 
 }  // namespace
@@ -80,33 +82,33 @@ void MappedFile::reset() noexcept {
 }
 
 void MappedFile::advise_sequential(size_t offset, size_t len) const {
-  advise(data_, size_, offset, len, MADV_SEQUENTIAL);
+  advise(data_, size_, offset, len, platform::Advice::sequential);
 }
 
 void MappedFile::advise_done(size_t offset, size_t len) const {
-  advise(data_, size_, offset, len, MADV_DONTNEED);
+  advise(data_, size_, offset, len, platform::Advice::not_needed);
 }
 
 void drop_cached_pages(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(path, "cannot open");
+  if (!platform::can_drop_file_cache()) {  // macOS: nothing to drop, nothing to sync for it
+    ::close(fd);
+    return;
+  }
   // DONTNEED skips dirty pages: they must be on disk first.
-  if (::fsync(fd) != 0) {
+  if (!platform::sync_file(fd)) {
     int e = errno;
     ::close(fd);
     errno = e;
     fail(path, "cannot sync to disk");
   }
-#ifdef POSIX_FADV_DONTNEED
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // a hint: failure is harmless
-#endif
+  platform::drop_file_cache(fd, 0, 0);  // a hint: failure is harmless
   ::close(fd);
 }
 
 void MappedFile::advise_huge_pages() const {
-#ifdef MADV_HUGEPAGE
-  if (huge_pages_wanted()) advise(data_, size_, 0, size_, MADV_HUGEPAGE);  // EINVAL without THP: a hint, ignored
-#endif
+  if (huge_pages_wanted()) advise(data_, size_, 0, size_, platform::Advice::huge_pages);  // EINVAL without THP: ignored
 }
 
 }  // namespace trillion

@@ -54,7 +54,9 @@ class MappedFile {
 // the cached pages as they are, so advise_huge_pages comes too late; read
 // back after the drop, nearly all of it sits on 2 MiB pages (docs/kernels.md,
 // "Memory"). Throws SystemError naming the file
-// when it cannot be opened or synced; the drop itself is a hint.
+// when it cannot be opened or synced; the drop itself is a hint. macOS
+// cannot drop a file's pages (platform/memory_advice.hpp): there it only
+// checks that the file opens.
 void drop_cached_pages(const std::string& path);
 
 }  // namespace trillion

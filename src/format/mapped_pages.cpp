@@ -1,17 +1,15 @@
 #include "format/mapped_pages.hpp"
 
-#include <cctype>
-#include <fstream>
-#include <sstream>
-#include <vector>
-
-#ifdef __linux__
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
-#endif
+
+#include <cctype>
+#include <sstream>
+#include <vector>
+
+#include "platform/page_stats.hpp"
 
 namespace trillion {
 
@@ -76,26 +74,16 @@ MappedPages parse_smaps(const std::string& smaps, const std::string& suffix) {
 }
 
 MappedPages mapped_pages(const std::string& suffix) {
-  std::ifstream f("/proc/self/smaps");
-  if (!f) return {};
-  std::ostringstream text;
-  text << f.rdbuf();
-  return parse_smaps(text.str(), suffix);
+  std::string text;
+  if (!platform::read_self_smaps(text)) return {};
+  return parse_smaps(text, suffix);
 }
 
 bool mostly_small_pages(const MappedPages& p) {
   return p.resident_bytes >= (int64_t(256) << 20) && 2 * p.huge_bytes < p.resident_bytes;
 }
 
-bool transparent_huge_pages_enabled() {
-  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  if (!f || !std::getline(f, line)) return false;
-  return line.find("[never]") == std::string::npos;
-}
-
 int64_t cached_bytes(const std::string& path) {
-#ifdef __linux__
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   struct stat st {};
@@ -112,30 +100,14 @@ int64_t cached_bytes(const std::string& path) {
   ::close(fd);
   if (p == MAP_FAILED) return -1;
   const size_t page = size_t(::sysconf(_SC_PAGESIZE));
-  std::vector<unsigned char> in((size + page - 1) / page);
+  std::vector<bool> resident;
   int64_t cached = -1;
-  if (::mincore(p, size, in.data()) == 0) {
+  if (platform::resident_pages(p, size, resident)) {
     cached = 0;
-    for (unsigned char c : in) cached += (c & 1) ? int64_t(page) : 0;
+    for (bool r : resident) cached += r ? int64_t(page) : 0;
   }
   ::munmap(p, size);
   return cached;
-#else
-  (void)path;
-  return -1;
-#endif
-}
-
-bool on_memory_filesystem(const std::string& path) {
-#ifdef __linux__
-  struct statfs fs {};
-  if (::statfs(path.c_str(), &fs) != 0) return false;
-  constexpr long kTmpfs = 0x01021994, kRamfs = 0x858458f6;  // linux/magic.h
-  return long(fs.f_type) == kTmpfs || long(fs.f_type) == kRamfs;
-#else
-  (void)path;
-  return false;
-#endif
 }
 
 }  // namespace trillion

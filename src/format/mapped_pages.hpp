@@ -1,7 +1,7 @@
 // How a process's file mappings sit in memory: resident bytes and the part
 // mapped with 2 MiB pages (MappedFile::advise_huge_pages says why that
 // matters for decode). A diagnostic for benchmarks, read from Linux's
-// /proc/self/smaps; elsewhere it reports nothing.
+// /proc/self/smaps (platform/page_stats.hpp); elsewhere it reports nothing.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,17 +28,9 @@ MappedPages mapped_pages(const std::string& suffix);
 // shards in small pages before the run mapped them.
 bool mostly_small_pages(const MappedPages& p);
 
-// Whether Linux's transparent huge pages can back a mapping here: the
-// `enabled` setting is not `never` (false where it is absent: not Linux).
-bool transparent_huge_pages_enabled();
-
 // Bytes of `path` the page cache holds (mincore over a mapping nothing
-// touches, rounded to whole pages); -1 where it cannot tell (not Linux, an
-// unreadable file). Says whether drop_cached_pages took.
+// touches, rounded to whole pages); -1 where it cannot tell (an unreadable
+// file, mincore failing). Says whether drop_cached_pages took.
 int64_t cached_bytes(const std::string& path);
-
-// Whether `path` lies on a filesystem kept in memory (tmpfs, ramfs), whose
-// pages have no disk copy to be read back from and so are never dropped.
-bool on_memory_filesystem(const std::string& path);
 
 }  // namespace trillion

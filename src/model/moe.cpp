@@ -70,7 +70,7 @@ void moe_forward(const ModelConfig& cfg, const MoeWeights& w, int64_t layer, con
   // prefill then spent a large part of its time in page faults and their
   // zero fill, depending on where unrelated allocations left the heap's top).
   // The largest a step has needed stays allocated, as the heap keeps
-  // smaller freed blocks (common/allocator.hpp): a step's peak is unchanged.
+  // smaller freed blocks (platform/allocator.hpp): a step's peak is unchanged.
   thread_local MoeInFlight f;
   moe_begin(cfg, w, layer, step, experts, x, f);
   {

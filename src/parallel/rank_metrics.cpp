@@ -1,44 +1,14 @@
 #include "parallel/rank_metrics.hpp"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <cstdio>
-#ifdef __APPLE__
-#include <mach/mach.h>
-#endif
-
 #include "format/mapped_pages.hpp"
+#include "platform/process_memory.hpp"
 #include "runtime/rma_channel.hpp"
 
 namespace trillion {
 
-int64_t peak_rss_bytes() {
-  struct rusage u {};
-  getrusage(RUSAGE_SELF, &u);
-#ifdef __APPLE__
-  return int64_t(u.ru_maxrss);  // bytes on macOS
-#else
-  return int64_t(u.ru_maxrss) * 1024;  // kilobytes on Linux
-#endif
-}
+int64_t peak_rss_bytes() { return platform::peak_resident_bytes(); }
 
-int64_t rss_bytes() {
-#ifdef __APPLE__
-  mach_task_basic_info_data_t info{};
-  mach_msg_type_number_t count = MACH_TASK_BASIC_INFO_COUNT;
-  if (task_info(mach_task_self(), MACH_TASK_BASIC_INFO, task_info_t(&info), &count) != KERN_SUCCESS) return 0;
-  return int64_t(info.resident_size);
-#else
-  // statm's second field: resident pages (file-backed weight pages included).
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  long long size = 0, resident = 0;
-  const int got = std::fscanf(f, "%lld %lld", &size, &resident);
-  std::fclose(f);
-  return got == 2 ? int64_t(resident) * int64_t(sysconf(_SC_PAGESIZE)) : 0;
-#endif
-}
+int64_t rss_bytes() { return platform::resident_bytes(); }
 
 nlohmann::json to_json(const RankMetrics& m) {
   return {{"rank", m.rank}, {"host", m.host}, {"role", m.role}, {"waits", m.waits}, {"busy_seconds", m.busy_seconds},

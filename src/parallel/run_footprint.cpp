@@ -1,7 +1,5 @@
 #include "parallel/run_footprint.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "model/kv_pools.hpp"
+#include "platform/process_memory.hpp"
 
 namespace trillion {
 
@@ -72,9 +71,6 @@ void check_run_memory(const ModelConfig& cfg, const RunShape& shape, int64_t lay
                    need + "; lower them, or give --kv-cache-tokens (at most " + fit + " fit)");
 }
 
-double physical_memory_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? double(pages) * double(page) : 0.0;
-}
+double physical_memory_bytes() { return double(platform::physical_memory_bytes()); }
 
 }  // namespace trillion

@@ -32,7 +32,7 @@ RunFootprint run_footprint(const ModelConfig& cfg, const RunShape& shape, int64_
 void check_run_memory(const ModelConfig& cfg, const RunShape& shape, int64_t layers, int32_t pool_slots,
                       double memory_bytes);
 
-// The host's physical memory (sysconf _SC_PHYS_PAGES x _SC_PAGESIZE); 0 when unknown.
+// The host's physical memory (platform/process_memory.hpp); 0 when unknown.
 double physical_memory_bytes();
 
 }  // namespace trillion

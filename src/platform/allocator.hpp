@@ -7,12 +7,11 @@ namespace trillion::platform {
 // per layer) and frees them. glibc's defaults hand such blocks back to the
 // kernel on free (mmap above a threshold that adapts, a heap trimmed once
 // 128 KiB at its top are free), so the next step faults every page in
-// again. On the 2-core VM of 2026-12-02, whose page faults are slow, that
-// was most of a prefill: bench_model INT4 1x512, 2 threads, 194-202
-// tokens/s with 3.6 s of system time against 482-502 and 0.4 s with these
-// settings. Blocks up to 32 MiB (glibc's largest mmap threshold) come from
-// the heap, and the heap keeps up to 1 GiB of freed memory for the next
-// step (the peak a step needs stays resident). Call first thing in main();
+// again. On a machine whose page faults are slow (a VM) that was most of a
+// prefill's time, and these settings more than doubled its speed. Blocks up
+// to 32 MiB (glibc's largest mmap threshold) come from the heap, and the
+// heap keeps up to 1 GiB of freed memory for the next step (the peak a step
+// needs stays resident). Call first thing in main();
 // a no-op when GLIBC_TUNABLES sets malloc tunables (the user's choice wins),
 // off glibc, and on macOS (whose malloc has no such thresholds to set).
 void configure_allocator();

@@ -2,22 +2,18 @@
 
 #include <algorithm>
 #include <bit>
-#include <fstream>
 #include <functional>
 #include <thread>
+#include <vector>
 
-#if defined(__linux__)
-#include <sched.h>
-#endif
+#include "platform/cpu.hpp"
 
 namespace trillion {
 namespace {
 
 std::string machine_identity(const std::string& host) {
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  if (in && std::getline(in, id) && !id.empty()) return "boot:" + id;
-  return "host:" + host;
+  const std::string id = platform::boot_id();
+  return id.empty() ? "host:" + host : "boot:" + id;
 }
 
 void set_cpu(CoreClaim& c, unsigned cpu) {
@@ -29,15 +25,9 @@ void set_cpu(CoreClaim& c, unsigned cpu) {
 CoreClaim this_process_claim(const std::string& host) {
   CoreClaim c;
   c.machine = std::hash<std::string>{}(machine_identity(host));
-  bool known = false;
-#if defined(__linux__)
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    for (unsigned cpu = 0; cpu < unsigned(CPU_SETSIZE); ++cpu)
-      if (CPU_ISSET(cpu, &set)) set_cpu(c, cpu), known = true;
-  }
-#endif
+  std::vector<unsigned> allowed;
+  const bool known = platform::allowed_cpus(allowed);
+  for (unsigned cpu : allowed) set_cpu(c, cpu);
   if (!known)  // macOS has no affinity: every rank may run on every core
     for (unsigned cpu = 0; cpu < std::max(1u, std::thread::hardware_concurrency()); ++cpu) set_cpu(c, cpu);
   return c;

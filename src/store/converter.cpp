@@ -16,6 +16,7 @@
 #include "config/model_config.hpp"
 #include "format/hf_checkpoint.hpp"
 #include "format/mapped_file.hpp"
+#include "platform/file_sync.hpp"
 #include "store/convert_plan.hpp"
 #include "store/manifest.hpp"
 #include "store/model_store.hpp"
@@ -37,7 +38,7 @@ const char* const kSideFiles[] = {"config.json",           "tokenizer.json",    
 
 void sync_path(const fs::path& p) {
   int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || ::fsync(fd) != 0) {
+  if (fd < 0 || !platform::sync_file(fd)) {
     if (fd >= 0) ::close(fd);
     throw SystemError(p.string() + ": cannot sync to disk");
   }

@@ -10,6 +10,7 @@
 
 #include "common/checksum.hpp"
 #include "common/error.hpp"
+#include "platform/file_sync.hpp"
 #include "store/hdf5_util.hpp"
 
 namespace trillion {
@@ -26,7 +27,7 @@ constexpr uint64_t kChunkBytes = 64ull << 20;
 
 void sync_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || ::fsync(fd) != 0) {
+  if (fd < 0 || !platform::sync_file(fd)) {
     int e = errno;
     if (fd >= 0) ::close(fd);
     throw SystemError(path + ": cannot sync to disk: " + std::strerror(e));

@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "common/error.hpp"
+#include "platform/file_sync.hpp"
 
 namespace trillion {
 
@@ -27,7 +28,7 @@ constexpr const char* kMarker = ".trillion-partial";
 void sync_dir(const fs::path& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) {
-    ::fsync(fd);  // best effort: makes the rename durable
+    platform::sync_file(fd);  // best effort: makes the rename durable
     ::close(fd);
   }
 }

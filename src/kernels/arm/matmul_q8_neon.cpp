@@ -6,15 +6,9 @@
 #include <cfloat>
 #include <cmath>
 
-#if defined(__linux__)
-#include <sys/auxv.h>
-#endif
-#if defined(__APPLE__)
-#include <sys/sysctl.h>
-#endif
-
 #include "kernels/arm/q8_neon_tile.hpp"
 #include "kernels/q8_scalar.hpp"
+#include "platform/cpu.hpp"
 
 namespace trillion::neon {
 
@@ -36,36 +30,9 @@ struct WideningSum {
   }
 };
 
-#if defined(__APPLE__)
-bool sysctl_says(const char* name) {
-  int v = 0;
-  size_t len = sizeof v;
-  return sysctlbyname(name, &v, &len, nullptr, 0) == 0 && v != 0;
-}
-#endif
-
-bool cpu_has_dotprod() {
-#if defined(__linux__) && defined(HWCAP_ASIMDDP)
-  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
-#elif defined(__APPLE__)
-  return sysctl_says("hw.optional.arm.FEAT_DotProd");
-#else
-  return false;
-#endif
-}
-
-bool cpu_has_i8mm() {
-#if defined(__linux__)
-#if !defined(HWCAP2_I8MM)
-#define HWCAP2_I8MM (1 << 13)  // Linux's arm64 uapi hwcap.h, for older C libraries
-#endif
-  return (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
-#elif defined(__APPLE__)
-  return sysctl_says("hw.optional.arm.FEAT_I8MM");
-#else
-  return false;
-#endif
-}
+// The CPU's features as the operating system reports them (platform/cpu.hpp).
+bool cpu_has_dotprod() { return platform::arm_has_dotprod(); }
+bool cpu_has_i8mm() { return platform::arm_has_i8mm(); }
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "platform/socket.hpp"
 #include "transport/tb5/sim/verbs_sim.hpp"
 
 namespace trillion::tb5::sim {
@@ -47,7 +48,7 @@ double now_seconds() {
 }
 
 int open_qp_socket(in_addr ip, uint16_t* port) {
-  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int fd = platform::open_udp_socket();
   if (fd < 0) return -1;
   int size = 1 << 20;
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "platform/socket.hpp"
+
 namespace trillion::tb5 {
 namespace {
 
@@ -69,7 +71,7 @@ in_addr choose_ipv4(const std::string& spec) {
 
 UdpLink::UdpLink(in_addr addr, size_t mtu, uint32_t nranks) : mtu_(mtu), peers_(nranks), buf_(mtu + 1) {
   if (mtu < 64 || mtu > 65507) throw std::invalid_argument("tb5 udp: MTU must be 64..65507 bytes");
-  fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  fd_ = platform::open_udp_socket();
   if (fd_ < 0) throw sys_error("socket");
   // Generous kernel buffers: a window from every peer must fit while this
   // rank computes instead of polling.

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "platform/verbs_library.hpp"
+
 namespace trillion::tb5 {
 namespace {
 
@@ -21,11 +23,7 @@ VerbsApi load_verbs(const std::string& library) {
   api.library = library;
   if (api.library.empty()) {
     const char* env = std::getenv("TB5_VERBS_LIBRARY");
-#ifdef __APPLE__
-    api.library = env && *env ? env : "librdma.dylib";
-#else
-    api.library = env && *env ? env : "libibverbs.so.1";
-#endif
+    api.library = env && *env ? env : platform::default_verbs_library();
   }
   api.handle = dlopen(api.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!api.handle) {
