@@ -1,6 +1,7 @@
 #include "synthetic_hf.hpp"
 
 #include <stdlib.h>
+#include <unistd.h>  // mkdtemp: glibc declares it in stdlib.h, macOS here
 
 #include <filesystem>
 #include <stdexcept>
