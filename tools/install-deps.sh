@@ -6,6 +6,8 @@
 # g++-aarch64-linux-gnu and qemu-user (the arm64 kernels); clang and libclang-rt-dev
 # (libFuzzer, for the fuzz targets of tests/fuzz). Without h5py those tests
 # fail; without the others the check says SKIPPED (kernels_arm64: CTest's "Skipped").
+# For the macOS build check (tools/check-macos.sh): python3-venv (zig from
+# PyPI) and file (to check what it links is Mach-O).
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
@@ -16,7 +18,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libopenmpi-dev openmpi-bin libhdf5-openmpi-dev \
   libboost-program-options-dev libboost-test-dev \
   nlohmann-json3-dev libpcre2-dev libxxhash-dev \
-  python3 python3-numpy python3-h5py python3-jinja2 python3-matplotlib \
+  python3 python3-numpy python3-h5py python3-jinja2 python3-matplotlib python3-venv file \
   iproute2 util-linux \
   g++-aarch64-linux-gnu qemu-user clang libclang-rt-dev >/dev/null
 echo "trillion: dependencies installed"
