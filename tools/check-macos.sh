@@ -20,7 +20,10 @@
 #      when -DTRILLION_TB5_BTL_OMPI5=ON says its sources support Open MPI 5
 #
 # Environment: TRILLION_MACOS_DIR (default build-macos), JOBS (default 2),
-# TRILLION_TB5_BTL_OMPI5=ON to run step 5.
+# TRILLION_TB5_BTL_OMPI5=ON|OFF (sets the CMake option of step 5).
+# Runs on Debian or Ubuntu with tools/install-deps.sh's packages (apt-get,
+# dpkg-deb, python3-venv, pkg-config, cmake, file) and the network (PyPI,
+# deb.debian.org).
 set -euo pipefail
 main() {  # (read whole before it runs: editing the file meanwhile changes nothing)
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -158,7 +161,7 @@ EOF
   echo "$stamp" > "$stage/.staged"
   rm -f "$TOP/build/CMakeCache.txt"  # its checks (verbs.h found?) were of the old stage
 fi
-ls "$TOP/debs"
+for deb in "$TOP"/debs/*.deb; do echo "  staged: $(dpkg-deb -f "$deb" Package) $(dpkg-deb -f "$deb" Version)"; done
 
 step "3: configure and build $TOP/build (-j$JOBS)"
 build=$TOP/build
