@@ -1,6 +1,8 @@
 #include "tokenizer/byte_level.hpp"
 
 #include <array>
+#include <cstdint>
+#include <string>
 #include <unordered_map>
 
 namespace trillion {

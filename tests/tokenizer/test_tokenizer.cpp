@@ -40,7 +40,9 @@ const Tokenizer& deepseek() {
   return t;
 }
 
-const Tokenizer& tiktoken(const std::string& name) {
+// (const char*: GCC 14's -Wdangling-reference flags a reference returned
+// from a call given a temporary std::string, though the cache owns it.)
+const Tokenizer& tiktoken(const char* name) {
   static std::map<std::string, Tokenizer> cache;
   auto it = cache.find(name);
   if (it == cache.end()) {
