@@ -19,7 +19,7 @@ function(trillion_test name)
     add_test(NAME ${name} COMMAND ${MPIEXEC_EXECUTABLE} -n ${ARG_MPI_RANKS} --oversubscribe
              $<TARGET_FILE:${name}> ${ARG_ARGS})
     set_tests_properties(${name} PROPERTIES ENVIRONMENT
-      "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+      "${TRILLION_MPI_TEST_ENV}")
   else()
     add_test(NAME ${name} COMMAND ${name} ${ARG_ARGS})
   endif()
