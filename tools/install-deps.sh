@@ -19,6 +19,11 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libboost-program-options-dev libboost-test-dev \
   nlohmann-json3-dev libpcre2-dev libxxhash-dev \
   python3 python3-numpy python3-h5py python3-jinja2 python3-matplotlib python3-venv file \
-  iproute2 util-linux \
+  iproute2 util-linux xz-utils \
   g++-aarch64-linux-gnu qemu-user clang libclang-rt-dev >/dev/null
+# Open MPI 5 (Debian 13) installs its development headers without the
+# pthreads ones btl/tb5 needs: fetch its release source (cmake/TrillionOmpiSource.cmake).
+case $(dpkg-query -W -f '${Version}' libopenmpi-dev) in
+  [5-9].*) $SUDO bash "$(dirname "$0")/fetch-ompi-source.sh" ;;
+esac
 echo "trillion: dependencies installed"

@@ -1,6 +1,8 @@
-/* btl/tb5: the Open MPI (4.1, BTL API 3.1) glue over the tb5 transport
- * (src/transport/tb5/api). Send/receive only, so one-sided windows run on
- * osc/pt2pt. Everything below the descriptors — frames, reliability,
+/* btl/tb5: the Open MPI glue over the tb5 transport (src/transport/tb5/api),
+ * for Open MPI 4.1 (BTL API 3.1) and 5.0 (BTL API 3.3): btl_tb5_compat.h
+ * holds what differs. Send/receive only, so one-sided windows run on
+ * osc/pt2pt (4.1) or on osc/rdma's active-message RDMA emulation over the
+ * send path (5.0). Everything below the descriptors — frames, reliability,
  * fragmentation, liveness — lives in the C++ core. */
 #ifndef TRILLION_BTL_TB5_H
 #define TRILLION_BTL_TB5_H
@@ -9,6 +11,8 @@
 #include "opal/mca/btl/btl.h"
 #include "opal/mca/btl/base/base.h"
 #include "opal/util/proc.h"
+
+#include "btl_tb5_compat.h"
 
 #include "transport/tb5/api/tb5_api.h"
 
@@ -46,9 +50,14 @@ typedef struct {
   bool connected_all;                  /* every peer connected (first add_procs) */
 } mca_btl_tb5_component_t;
 
-OPAL_MODULE_DECLSPEC extern mca_btl_tb5_component_t mca_btl_tb5_component;
+TB5_EXPORT extern mca_btl_tb5_component_t mca_btl_tb5_component;
 extern mca_btl_base_module_t mca_btl_tb5_module;
 extern mca_btl_base_module_error_cb_fn_t mca_btl_tb5_error_cb;
+
+/* Whether the Open MPI running this process is the one whose headers built
+ * this plugin (btl_tb5_version.c); if not, prints why, naming both versions,
+ * and returns false. Calls nothing of Open MPI's before it knows. */
+bool mca_btl_tb5_version_ok(void);
 
 /* The core's upcalls (btl_tb5_module.c). */
 void mca_btl_tb5_deliver(void* ctx, uint32_t peer, uint8_t tag, const void* data, size_t len);

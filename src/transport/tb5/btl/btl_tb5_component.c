@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opal/mca/pmix/pmix.h"
 #include "opal/util/output.h"
 
 static int component_register(void);
@@ -53,6 +52,9 @@ static void reg_double(const char* name, const char* help, double* storage) {
 
 static int component_register(void) {
   mca_btl_tb5_component_t* c = &mca_btl_tb5_component;
+  /* First, before any call into Open MPI: a plugin built for another Open
+   * MPI says so and is left out (silently, as far as Open MPI goes). */
+  if (!mca_btl_tb5_version_ok()) return OPAL_ERR_NOT_AVAILABLE;
   mca_base_var_group_component_register(&c->super.btl_version, "RDMA over Thunderbolt 5 (verbs UC) or UDP, with its own reliability");
   reg_string("backend", "udp, verbs, or auto (verbs if an RDMA device opens, else udp)", "auto", &c->backend);
   reg_string("if_include", "udp: interface name, IPv4 address or subnet (a.b.c.d/n) to bind (empty: first non-loopback)", "",
@@ -108,7 +110,7 @@ static mca_btl_base_module_t** component_init(int* num_btls, bool enable_progres
   int rc;
   /* The job's size (ranks are vpids 0..size-1 of our job). */
   opal_process_name_t wildcard = {.jobid = OPAL_PROC_MY_NAME.jobid, .vpid = OPAL_VPID_WILDCARD};
-  OPAL_MODEX_RECV_VALUE(rc, OPAL_PMIX_JOB_SIZE, &wildcard, &u32, OPAL_UINT32);
+  OPAL_MODEX_RECV_VALUE(rc, TB5_KEY_JOB_SIZE, &wildcard, &u32, TB5_TYPE_UINT32);
   if (OPAL_SUCCESS != rc || nprocs == 0 || OPAL_PROC_MY_NAME.vpid >= nprocs) {
     opal_output(0, "btl tb5: cannot learn the job size; tb5 disabled");
     return NULL;
@@ -145,7 +147,7 @@ static mca_btl_base_module_t** component_init(int* num_btls, bool enable_progres
                       tb5_describe(c->handle));
   uint8_t addr[4096];
   const size_t len = tb5_address(c->handle, addr, sizeof addr);
-  OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &c->super.btl_version, addr, len);
+  OPAL_MODEX_SEND(rc, TB5_SCOPE_GLOBAL, &c->super.btl_version, addr, len);
   if (OPAL_SUCCESS != rc || len == 0) {
     opal_output(0, "btl tb5: cannot publish the address; tb5 disabled");
     tb5_close(c->handle);

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "opal/datatype/opal_convertor.h"
-#include "opal/mca/pmix/pmix.h"
 #include "opal/util/output.h"
 
 mca_btl_base_module_error_cb_fn_t mca_btl_tb5_error_cb = NULL;
@@ -34,7 +33,7 @@ static bool connect_rank(mca_btl_tb5_component_t* c, uint32_t rank) {
     return false;
   }
   char* host = NULL;
-  OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_HOSTNAME, &name, &host, OPAL_STRING);
+  OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, TB5_KEY_HOSTNAME, &name, &host, TB5_TYPE_STRING);
   mca_btl_base_endpoint_t* ep = calloc(1, sizeof *ep);
   ep->rank = rank;
   ep->hostname = (OPAL_SUCCESS == rc && host) ? host : strdup("unknown host");
@@ -216,12 +215,27 @@ mca_btl_base_module_t mca_btl_tb5_module = {
 
 void mca_btl_tb5_deliver(void* ctx, uint32_t peer, uint8_t tag, const void* data, size_t len) {
   mca_btl_base_segment_t seg = {.seg_addr.pval = (void*)data, .seg_len = len};
+  mca_btl_active_message_callback_t* reg = mca_btl_base_active_message_trigger + tag;
+  if (!reg->cbfunc) return;
+#if TB5_OMPI5
+  /* The sender's endpoint: osc/rdma's active-message RDMA emulation answers
+   * a request on it (and aborts if it is NULL); the tag, as btl/tcp does. */
+  mca_btl_tb5_component_t* c = &mca_btl_tb5_component;
+  const mca_btl_base_receive_descriptor_t des = {
+      .endpoint = peer < c->nranks ? c->endpoints[peer] : NULL,
+      .des_segments = &seg,
+      .des_segment_count = 1,
+      .tag = tag,
+      .cbdata = reg->cbdata,
+  };
+  reg->cbfunc(&mca_btl_tb5_module, &des);
+#else
   mca_btl_base_descriptor_t des;
   memset(&des, 0, sizeof des);
   des.des_segments = &seg;
   des.des_segment_count = 1;
-  mca_btl_active_message_callback_t* reg = mca_btl_base_active_message_trigger + tag;
-  if (reg->cbfunc) reg->cbfunc(&mca_btl_tb5_module, tag, &des, reg->cbdata);
+  reg->cbfunc(&mca_btl_tb5_module, tag, &des, reg->cbdata);
+#endif
 }
 
 void mca_btl_tb5_peer_dead(void* ctx, uint32_t peer, double silent_seconds, const char* detail) {
