@@ -67,6 +67,8 @@ Cluster::~Cluster() {
 StopRelay::Stop Cluster::stop_requested() { return relay_->poll(); }
 
 void Cluster::set_up() {
+  // Hosts with different Open MPI versions: said before anything is mapped.
+  env_->check_same_library();
   // Every rank checks the options and opens the model; a failure on any rank
   // is reported by rank 0 with that rank's message.
   std::string error;

@@ -158,6 +158,7 @@ int run_calibrate(const Args& args) {
   char** argv = nullptr;
   MpiEnv env(argc, argv);
   return run_guarded(env, [&] {
+    env.check_same_library();
     // Rank 0 measures the host while the others wait in the channel (spin,
     // then yield: not in a spinning MPI_Barrier that would take a core).
     std::unique_ptr<RmaChannel> ch;

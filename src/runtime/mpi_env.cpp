@@ -21,25 +21,11 @@ int64_t steady_ns() {
 // The value of Open MPI's "osc" MCA selection ("^ucx,pt2pt", "pt2pt", "sm"),
 // read through the MPI tool interface; "" when unavailable. There is no
 // portable way to ask which component serves a window, but the selection
-// tells whether osc/pt2pt can be the one.
+// (with the Open MPI generation and the hosts) tells whether one that needs
+// the target's progress can be the one (osc_needs_target_progress).
 std::string read_osc_selection() {
   const auto v = mpi_control_variables({"osc"});
   return v.count("osc") ? v.at("osc") : "";
-}
-
-bool list_contains(const std::string& list, std::string_view item) {
-  std::stringstream in(list);
-  for (std::string token; std::getline(in, token, ',');)
-    if (token == item) return true;
-  return false;
-}
-
-// osc/pt2pt may serve windows unless the selection excludes it ("^...,pt2pt")
-// or names other components only ("sm", "rdma").
-bool pt2pt_possible(const std::string& selection) {
-  if (selection.empty()) return true;
-  if (selection[0] == '^') return !list_contains(selection.substr(1), "pt2pt");
-  return list_contains(selection, "pt2pt");
 }
 
 Progress progress_from_environment(Progress fallback) {
@@ -118,9 +104,12 @@ MpiEnv::MpiEnv(int& argc, char**& argv, MpiOptions options)
   mpi_check(MPI_Allgather(&mine, int(sizeof mine), MPI_BYTE, claims.data(), int(sizeof mine), MPI_BYTE, comm_),
             "MPI_Allgather(core claims)");
   machine_share_ = trillion::machine_share(claims, rank_);
+  library_ = mpi_library();
+  find_library_mismatch();
 
   osc_selection_ = read_osc_selection();
-  needs_progress_ = pt2pt_possible(osc_selection_);
+  const bool spans_hosts = std::count(hosts_.begin(), hosts_.end(), host()) != size_;
+  needs_progress_ = osc_needs_target_progress(library_.ompi_major, osc_selection_, spans_hosts);
   bool want_thread = mode == Progress::Thread || (mode == Progress::Auto && needs_progress_);
   if (want_thread && provided < MPI_THREAD_SERIALIZED)
     throw Error(where() + ": a progress thread needs MPI_THREAD_SERIALIZED; MPI provides level " +
@@ -140,6 +129,28 @@ MpiEnv::~MpiEnv() {
   MPI_Comm_free(&progress_comm_);
   MPI_Comm_free(&comm_);
   MPI_Finalize();
+}
+
+void MpiEnv::find_library_mismatch() {
+  // Fixed-size records: the version line is short ("Open MPI v5.0.7").
+  constexpr size_t kLen = 128;
+  std::vector<char> mine(kLen, '\0'), all(kLen * size_t(size_));
+  library_.version.copy(mine.data(), kLen - 1);
+  mpi_check(MPI_Allgather(mine.data(), int(kLen), MPI_CHAR, all.data(), int(kLen), MPI_CHAR, comm_),
+            "MPI_Allgather(library versions)");
+  const std::string first(&all[0]);
+  for (int r = 1; r < size_ && mismatch_rank_ < 0; ++r) {
+    const std::string other(&all[size_t(r) * kLen]);
+    if (other == first) continue;
+    mismatch_rank_ = r;
+    mismatch_ = "runs " + other + ", but " + where(0) + " runs " + first +
+                ": every host of a job must run the same Open MPI version (mpirun --version on each host)";
+  }
+}
+
+void MpiEnv::check_same_library() const {
+  // Every rank knows the verdict; the first rank that differs from rank 0 says it.
+  check_all(rank_ != mismatch_rank_, mismatch_);
 }
 
 std::string MpiEnv::where(int rank) const { return "rank " + std::to_string(rank) + " (" + host(rank) + ")"; }

@@ -22,13 +22,16 @@
 
 #include "runtime/core_sharing.hpp"
 #include "runtime/mpi_error.hpp"
+#include "runtime/mpi_transport.hpp"
 
 namespace trillion {
 
 // Whether a background thread keeps MPI's progress engine turning.
-//   Auto:   on when the one-sided component may be osc/pt2pt (RMA over TCP),
-//           which applies incoming puts only while the target is inside MPI;
-//           off for the shared-memory components (osc/rdma, osc/sm).
+//   Auto:   on when one-sided puts may move only while the target is inside
+//           MPI (osc_needs_target_progress, mpi_transport.hpp): osc/pt2pt on
+//           Open MPI 4.1 (RMA over TCP or tb5), osc/rdma's active-message
+//           emulation between hosts on 5.0 (over btl/tcp or btl/tb5); off
+//           for windows in shared memory (osc/sm, osc/rdma on one host).
 //   Thread: always on.   Off: never (the caller polls between compute chunks).
 // The environment variables TRILLION_MPI_PROGRESS=auto|thread|off and
 // TRILLION_MPI_PROGRESS_US=<interval> override the options.
@@ -46,10 +49,11 @@ struct MpiOptions {
 class MpiEnv {
  public:
   // Calls MPI_Init_thread(MPI_THREAD_SERIALIZED): a progress thread needs more
-  // than FUNNELED, and osc/pt2pt rejects MPI_THREAD_MULTIPLE. Every MPI call
-  // therefore happens under lock(). One MpiEnv per process. Installs a
-  // std::terminate handler that prints "rank R (host): uncaught exception:
-  // what" and aborts the job, so even an unhandled exception never hangs it.
+  // than FUNNELED, and osc/pt2pt (Open MPI 4.1) and btl/tb5 reject
+  // MPI_THREAD_MULTIPLE. Every MPI call therefore happens under lock(). One
+  // MpiEnv per process. Installs a std::terminate handler that prints "rank R
+  // (host): uncaught exception: what" and aborts the job, so even an
+  // unhandled exception never hangs it.
   MpiEnv(int& argc, char**& argv, MpiOptions options = {});
   // Finalises MPI; while an exception unwinds through it, aborts the job
   // instead (a collective finalise would wait forever for the other ranks).
@@ -84,12 +88,20 @@ class MpiEnv {
   // Hold it around every MPI call; never across a long wait.
   std::unique_lock<std::mutex> lock() const { return std::unique_lock<std::mutex>(mutex_); }
 
-  // True when one-sided operations move only while the target is inside MPI
-  // (osc/pt2pt): pollers must then call progress_locked() as they wait.
+  // True when one-sided operations may move only while the target is inside
+  // MPI (see Progress): pollers must then call progress_locked() as they wait.
   bool needs_progress() const { return needs_progress_; }
   bool progress_thread_running() const { return progress_thread_.joinable(); }
   // The osc selection in force ("^ucx,pt2pt", "sm", "pt2pt"), for reports.
   const std::string& osc_selection() const { return osc_selection_; }
+
+  // The MPI library ("Open MPI v5.0.7") and its generation.
+  const MpiLibrary& library() const { return library_; }
+  // Collective: throws the same CollectiveError on every rank when the ranks
+  // run different MPI libraries (hosts with different Open MPI versions),
+  // naming the first rank that differs from rank 0 and both versions. Call
+  // before any weight is mapped.
+  void check_same_library() const;
 
   // Turns MPI's progress engine once (MPI_Iprobe on a private communicator).
   // The caller holds lock().
@@ -108,6 +120,7 @@ class MpiEnv {
   [[noreturn]] void abort(std::string_view message, int code = 1) const;
 
  private:
+  void find_library_mismatch();
   void start_progress_thread(std::chrono::microseconds interval);
   void stop_progress_thread();
   void progress_loop(std::chrono::microseconds interval);
@@ -122,6 +135,9 @@ class MpiEnv {
   MPI_Comm progress_comm_ = MPI_COMM_NULL;  // never carries a message; Iprobe only
   std::string osc_selection_;
   bool needs_progress_ = false;
+  MpiLibrary library_;
+  int mismatch_rank_ = -1;  // the first rank whose MPI library differs from rank 0's
+  std::string mismatch_;
   int uncaught_at_init_ = 0;
 
   mutable std::mutex mutex_;

@@ -2,6 +2,8 @@
 
 #include <mpi.h>
 
+#include <cstdlib>
+#include <sstream>
 #include <vector>
 
 namespace trillion {
@@ -22,6 +24,46 @@ std::map<std::string, std::string> mpi_control_variables(const std::initializer_
   }
   MPI_T_finalize();
   return out;
+}
+
+MpiLibrary parse_mpi_library(std::string_view banner) {
+  MpiLibrary lib;
+  // "Open MPI v5.0.7, package: Debian OpenMPI, ident: 5.0.7, repo rev: ..."
+  lib.version = std::string(banner.substr(0, banner.find_first_of(",\n")));
+  constexpr std::string_view kOpenMpi = "Open MPI v";
+  if (lib.version.rfind(kOpenMpi, 0) == 0) {
+    std::istringstream in(lib.version.substr(kOpenMpi.size()));
+    char dot = 0;
+    if (!(in >> lib.ompi_major >> dot >> lib.ompi_minor) || dot != '.') lib.ompi_major = lib.ompi_minor = 0;
+  }
+  return lib;
+}
+
+MpiLibrary mpi_library() {
+  if (const char* test = std::getenv("TRILLION_TEST_MPI_LIBRARY")) return parse_mpi_library(test);
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return {};
+  return parse_mpi_library(std::string_view(text, size_t(length)));
+}
+
+bool mca_selection_allows(std::string_view selection, std::string_view component) {
+  const bool exclude = !selection.empty() && selection[0] == '^';
+  if (exclude) selection.remove_prefix(1);
+  if (selection.empty()) return true;
+  bool listed = false;
+  while (!selection.empty()) {
+    const size_t comma = selection.find(',');
+    if (selection.substr(0, comma) == component) listed = true;
+    selection.remove_prefix(comma == std::string_view::npos ? selection.size() : comma + 1);
+  }
+  return exclude ? !listed : listed;
+}
+
+bool osc_needs_target_progress(int ompi_major, std::string_view osc_selection, bool spans_hosts) {
+  if (ompi_major == 4) return mca_selection_allows(osc_selection, "pt2pt");
+  if (ompi_major == 5) return spans_hosts && mca_selection_allows(osc_selection, "rdma");
+  return true;
 }
 
 }  // namespace trillion

@@ -4,6 +4,8 @@
 //   throw   - the last rank throws mid-run while the others block in recv
 //   check   - the last rank fails a set-up check_all; all ranks return 1
 //   escape  - an exception escapes past MpiEnv (no run_guarded)
+//   library - MpiEnv::check_same_library (run with TRILLION_TEST_MPI_LIBRARY
+//             set for some ranks only: hosts with different Open MPI versions)
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -16,6 +18,10 @@ using namespace trillion;
 namespace {
 
 int run(const MpiEnv& env, const std::string& mode) {
+  if (mode == "library") {
+    env.check_same_library();
+    return 0;
+  }
   RmaChannel ch(env, {.slot_bytes = 256, .slots_per_peer = 2, .name = "demo"});
   const int me = env.rank(), last = env.size() - 1;
   if (mode == "check") {
