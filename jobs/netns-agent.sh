@@ -1,7 +1,7 @@
 #!/bin/sh
 # Open MPI's launch agent for the emulated cluster (jobs/study/cluster.py):
 # where mpirun would `ssh HOST CMD`, this enters HOST's network namespace.
-#   netns-agent.sh HOST CMD...          (as plm_rsh_agent: CMD is one shell string)
+#   netns-agent.sh HOST CMD...          (as plm_rsh_agent / plm_ssh_agent: CMD is one shell string)
 #   netns-agent.sh --local HOST ARGV... (starts mpirun itself inside host 0)
 # HOST is 10.N.0.<i+1>; the namespace is $TRILLION_CLUSTER-h<i>. Each host gets
 # its own hostname (unshare --uts: Open MPI tells nodes apart by it, and vader's

@@ -158,6 +158,30 @@ def hostfile(path, hosts, net=77):
             fp.write(f"{address(i, net)} slots=1\n")
 
 
+def ompi_major(mpirun="mpirun"):
+    """The Open MPI generation mpirun belongs to (4, 5, ...; 0 if unknown):
+    `mpirun (Open MPI) 5.0.7`."""
+    try:
+        out = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    m = re.search(r"\(Open MPI\) (\d+)\.", out)
+    return int(m.group(1)) if m else 0
+
+
+def launch_args(agent, net, major):
+    """mpirun's settings for the emulated cluster, by Open MPI generation:
+    4.1's ORTE launches through plm_rsh_agent and its windows over TCP need
+    osc/pt2pt; 5.0's PRRTE takes plm_ssh_* and prte_if_include (as --prtemca;
+    by interface name: PRRTE 3.0.8 finds no interface for a subnet in a
+    namespace) and has osc/rdma run windows over btl/tcp (active messages)."""
+    if major >= 5:
+        return ["--prtemca", "plm_ssh_agent", agent, "--prtemca", "plm_ssh_no_tree_spawn", "1",
+                "--prtemca", "prte_if_include", "eth0", "--mca", "osc", "rdma"]
+    return ["--mca", "plm_rsh_agent", agent, "--mca", "plm_rsh_no_tree_spawn", "1",
+            "--mca", "oob_tcp_if_include", subnet(net), "--mca", "osc", "pt2pt"]
+
+
 def mpirun_prefix(hosts, hostfile_path, prefix="trl", net=77, cores=None):
     """The command that starts an mpirun of `hosts` ranks on the cluster: it
     runs inside host 0's namespace (the daemons connect back to it) with its
@@ -169,9 +193,9 @@ def mpirun_prefix(hosts, hostfile_path, prefix="trl", net=77, cores=None):
     env = ["env", f"TRILLION_CLUSTER={prefix}", f"TRILLION_CLUSTER_NET={net}", f"TRILLION_CLUSTER_CORES={cores}",
            "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"]
     enter0 = [os.path.abspath(AGENT), "--local", address(0, net)]
-    mca = ["--mca", "plm_rsh_agent", os.path.abspath(AGENT), "--mca", "plm_rsh_no_tree_spawn", "1",
-           "--mca", "mpi_yield_when_idle", "1", "--mca", "osc", "pt2pt", "--mca", "btl", "self,tcp",
-           "--mca", "btl_tcp_if_include", subnet(net), "--mca", "oob_tcp_if_include", subnet(net)]
+    mca = launch_args(os.path.abspath(AGENT), net, ompi_major()) + [
+        "--mca", "mpi_yield_when_idle", "1", "--mca", "btl", "self,tcp",
+        "--mca", "btl_tcp_if_include", subnet(net)]
     if "TRILLION_FAULT" in os.environ:  # the fault tests' hook (src/common/fault.hpp) reaches every host's ranks
         mca += ["-x", "TRILLION_FAULT"]
     return env + enter0 + ["mpirun", "-hostfile", hostfile_path, "-np", str(hosts), "--bind-to", "none"] + mca

@@ -63,7 +63,20 @@ if [ "$backend" = verbs ]; then
 else
   extra="--mca btl_tb5_backend udp --mca btl_tb5_if_include $net.0/24"
 fi
+# The launcher's and the one-sided component's names by Open MPI generation:
+# 4.1's ORTE takes plm_rsh_* and oob_tcp_if_include, and windows over tb5 run
+# on osc/pt2pt; 5.0's PRRTE takes plm_ssh_* and prte_if_include (through
+# --prtemca; by interface names: PRRTE 3.0.8 finds no interface for the
+# subnet here and warns), and windows run on osc/rdma's active-message
+# emulation.
+major=$(mpirun --version 2>/dev/null | sed -n 's/^[a-z]* (Open MPI) \([0-9]*\)\..*/\1/p' | head -n 1)
+if [ "${major:-4}" -ge 5 ]; then
+  launch="--prtemca plm_ssh_agent $work/agent.sh --prtemca plm_ssh_no_tree_spawn 1 \
+    --prtemca prte_if_include tb5v0$id,tb5v1$id --mca osc rdma"
+else
+  launch="--mca plm_rsh_agent $work/agent.sh --mca plm_rsh_no_tree_spawn 1 \
+    --mca oob_tcp_if_include $net.0/24 --mca osc pt2pt"
+fi
 ip netns exec "tb5n0$id" unshare --uts sh -c "hostname tb5host0; exec mpirun --hostfile $work/hosts $np \
-  --mca plm_rsh_agent $work/agent.sh --mca plm_rsh_no_tree_spawn 1 --mca mpi_yield_when_idle 1 \
-  --mca oob_tcp_if_include $net.0/24 --mca mca_base_component_path $plugins:$ompi \
-  --mca btl self,tb5 --mca osc pt2pt $extra $*"
+  $launch --mca mpi_yield_when_idle 1 --mca mca_base_component_path $plugins:$ompi \
+  --mca btl self,tb5 $extra $*"
