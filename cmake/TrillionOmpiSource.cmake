@@ -15,7 +15,7 @@
 # Where no development headers are installed (Homebrew), TRILLION_OMPI_SOURCE
 # may instead be a release tree configured as the installed Open MPI was
 # (jobs/tb5/build-openmpi.sh): its headers, generated opal_config.h
-# included, are then the ones used.
+# included, are then the ones used (a configured tree is always used whole).
 #
 # Open MPI 5's headers also include PMIx's <pmix.h> (Debian keeps it under
 # pmix2/include: pkg-config pmix), libevent's and hwloc's.
@@ -36,8 +36,13 @@ endfunction()
 # add after TB5_OMPI_INCLUDE, or why the plugin cannot be built.
 function(trillion_ompi5_btl_includes out why)
   set(includes "")
-  if(NOT TB5_OMPI_INCLUDE)  # no installed headers: a configured release tree
-    set(src "${TRILLION_OMPI_SOURCE}")
+  set(installed "${TB5_OMPI_INCLUDE}")
+  set(src "${TRILLION_OMPI_SOURCE}")
+  if(EXISTS "${src}/opal/include/opal_config.h" OR NOT installed)
+    # A configured release tree, given or needed (no installed headers): all
+    # headers from it, none installed ones.
+    set(installed "")
+    set(TB5_OMPI_INCLUDE "" PARENT_SCOPE)
     if(NOT EXISTS "${src}/opal/include/opal_config.h")
       set(${why} "Open MPI's development headers (opal/mca/btl/btl.h) not found; jobs/tb5/build-openmpi.sh makes \
 a configured openmpi-${TRILLION_OMPI_VERSION} tree for TRILLION_OMPI_SOURCE" PARENT_SCOPE)
@@ -50,16 +55,24 @@ a configured openmpi-${TRILLION_OMPI_VERSION} tree for TRILLION_OMPI_SOURCE" PAR
       return()
     endif()
     set(includes "${src}" "${src}/opal/include")
-    foreach(third openpmix/include hwloc/include libevent)  # where configure used the bundled ones
-      file(GLOB dirs LIST_DIRECTORIES true "${src}/3rd-party/${third}" "${src}/3rd-party/*/${third}")
-      list(APPEND includes ${dirs})
+    # Bundled dependencies, where configure used them: PMIx by its define,
+    # hwloc and libevent by configure having unpacked their tarballs.
+    file(STRINGS "${src}/opal/include/opal_config.h" pmix REGEX "^#define OPAL_USING_INTERNAL_PMIX 1")
+    if(pmix)
+      list(APPEND includes "${src}/3rd-party/openpmix/include")
+    endif()
+    file(GLOB dirs LIST_DIRECTORIES true "${src}/3rd-party/hwloc-*/include" "${src}/3rd-party/libevent-*")
+    foreach(dir ${dirs})
+      if(IS_DIRECTORY "${dir}")
+        list(APPEND includes "${dir}")
+      endif()
     endforeach()
     message(STATUS "tb5: Open MPI headers from the configured tree ${src}")
   endif()
   set(headers threads_pthreads.h threads_pthreads_mutex.h threads_pthreads_threads.h threads_pthreads_tsd.h)
   set(missing "")
   foreach(h ${headers})
-    if(TB5_OMPI_INCLUDE AND NOT EXISTS "${TB5_OMPI_INCLUDE}/opal/mca/threads/pthreads/${h}")
+    if(installed AND NOT EXISTS "${installed}/opal/mca/threads/pthreads/${h}")
       list(APPEND missing ${h})
     endif()
   endforeach()
