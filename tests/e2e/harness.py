@@ -188,6 +188,13 @@ def parse_lines(path):
     return out
 
 
+def ompi_major(mpiexec):
+    """The Open MPI generation of `mpiexec` (4, 5, ...; 0 if not Open MPI)."""
+    out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"\(Open MPI\) (\d+)\.", out)
+    return int(m.group(1)) if m else 0
+
+
 def arg_parser(mpiexec=False, mpiexec_help=None):
     """The common command line of an e2e test: --trillion, --work and, when
     asked, --mpiexec (optional when it has a help text); add a test's own."""

@@ -11,7 +11,11 @@ request exactly once and the results of an uninterrupted run.
 - SIGTERM/SIGINT to mpirun, to mpirun's process group (Ctrl-C in a terminal),
   or to one rank; SIGUSR1 to mpirun (forwarded to every rank, no kill
   deadline): the job stops within one step, says how to resume and exits
-  non-zero.
+  non-zero. (Open MPI 5's mpirun, PRRTE 3.0, SIGKILLs the ranks 0.25 s after
+  passing SIGTERM on, a delay it does not let one set, where 4.1 waits 1 s:
+  through it a SIGTERM or SIGINT usually ends the ranks before they can say
+  so. There only the rest is checked: the job ends, the file parses and the
+  rerun completes it; SIGUSR1 is the graceful stop.)
 - A full disk (a small tmpfs in a private mount namespace) under --output, or
   under score's --logits-out.
 - A shard with a flipped byte, a truncated shard, a shard replaced by another.
@@ -31,7 +35,7 @@ import subprocess
 import sys
 import time
 
-from harness import parse_lines, rank_processes, run, start, write_jsonl
+from harness import ompi_major, parse_lines, rank_processes, run, start, write_jsonl
 
 EXIT_LIMIT = 10.0  # seconds from the fault to the last process gone
 
@@ -40,6 +44,7 @@ if FULL:
     sys.argv.remove("--full")
 # `small`: 4 layers, so pipeline mode runs on up to 4 ranks.
 args, f, hf, model, case = start("faults", preset="small", mpiexec=True)
+OMPI_MAJOR = ompi_major(args.mpiexec)
 T = os.path.realpath(args.trillion)
 with open(os.path.join(model, "config.json")) as fp:
     vocab = json.load(fp)["vocab_size"]
@@ -245,8 +250,10 @@ def signal_case(ranks, mode, sig, target, command="generate"):
     after = sum(1 for r in recs if r is not None)
     f.check(secs <= EXIT_LIMIT, f"{what}: every process gone in {secs:.1f} s")
     f.check(job.proc.returncode != 0, f"{what}: exits non-zero ({job.proc.returncode})")
-    f.check("interrupted by SIG" in err and "rerun the same command to resume" in err,
-            f"{what}: says it was interrupted and how to resume: {err[-800:]!r}")
+    killed_by_mpirun = via_mpirun and sig != signal.SIGUSR1 and OMPI_MAJOR >= 5  # see the docstring
+    if not killed_by_mpirun:
+        f.check("interrupted by SIG" in err and "rerun the same command to resume" in err,
+                f"{what}: says it was interrupted and how to resume: {err[-800:]!r}")
     f.check(None not in recs, f"{what}: every line parses")
     # Within one step: at most every running sequence finishes after the
     # signal (through mpirun the signal reaches the ranks 1 s later).
