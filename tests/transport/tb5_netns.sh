@@ -1,6 +1,8 @@
 #!/bin/sh
 # tb5 across network namespaces: two fake hosts (namespaces on a bridge,
-# their own hostnames), one rank each, only self,tb5, the given backend.
+# their own hostnames), one rank each, only self,tb5, the given backend
+# (udp or verbs), or, for comparison (bench/tb5_table.py), BACKEND tcp:
+# only self,tcp.
 #   tb5_netns.sh BACKEND PLUGIN_DIR OMPI_COMPONENT_DIR SIM_LIBRARY PROGRAM [ARGS...]
 # With TB5_NETNS_SLOTS=N each host has N slots and the caller gives -n (an
 # mpiexec for tests/e2e/test_layouts.py: tb5_netns_mpiexec.sh).
@@ -58,8 +60,11 @@ chmod +x "$work/agent.sh"
 slots=${TB5_NETNS_SLOTS:-1} np="-np 2"
 [ -z "${TB5_NETNS_SLOTS:-}" ] || np="--map-by node"  # ranks alternate hosts: 2 ranks span both
 printf '%s slots=%s\n%s slots=%s\n' "$net.1" "$slots" "$net.2" "$slots" > "$work/hosts"
+btl=self,tb5
 if [ "$backend" = verbs ]; then
   extra="--mca btl_tb5_backend verbs --mca btl_tb5_verbs_library $sim"
+elif [ "$backend" = tcp ]; then
+  btl=self,tcp extra="--mca btl_tcp_if_include $net.0/24"
 else
   extra="--mca btl_tb5_backend udp --mca btl_tb5_if_include $net.0/24"
 fi
@@ -79,4 +84,4 @@ else
 fi
 ip netns exec "tb5n0$id" unshare --uts sh -c "hostname tb5host0; exec mpirun --hostfile $work/hosts $np \
   $launch --mca mpi_yield_when_idle 1 --mca mca_base_component_path $plugins:$ompi \
-  --mca btl self,tb5 $extra $*"
+  --mca btl $btl $extra $*"
