@@ -61,7 +61,9 @@ RmaChannel::RmaChannel(const MpiEnv& env, ChannelConfig config)
   env_.check_all(rc == MPI_SUCCESS,
                  what + ": MPI_Win_allocate(" + std::to_string(bytes) + " bytes) failed: " +
                      (rc == MPI_SUCCESS ? "" : mpi_error_string(rc)) +
-                     " (RMA over TCP needs --mca osc pt2pt; see docs/rma.md)");
+                     (env_.library().ompi_major == 4
+                          ? " (RMA over TCP needs --mca osc pt2pt on Open MPI 4.1; see docs/rma.md)"
+                          : " (see docs/rma.md)"));
 
   std::memset(base_, 0, bytes);  // seq 0 = empty slot, credits 0
   peers_.resize(size_t(env_.size()));
