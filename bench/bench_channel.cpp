@@ -5,7 +5,9 @@
 //
 //   mpirun -n 2 bench_channel                                  # shared memory (osc/rdma)
 //   mpirun -n 2 --mca osc sm bench_channel
-//   mpirun -n 2 --mca btl self,tcp --mca osc pt2pt --mca btl_tcp_if_include lo bench_channel
+//   mpirun -n 2 --mca btl self,tcp --mca osc pt2pt --mca btl_tcp_if_include lo bench_channel   # Open MPI 4.1
+//   (Open MPI 5 keeps a one-host window in shared memory whatever the BTL:
+//   across hosts, or namespaces, tests/transport/tb5_netns.sh tcp ...)
 //
 // Options: --min BYTES (1024) --max BYTES (64 MiB) --slot-bytes BYTES (1 MiB)
 //          --slots N (4) --latency-iters N (5000) --busy-ms MS (50)
