@@ -4,8 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <sstream>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "runtime/mpi_transport.hpp"
 
