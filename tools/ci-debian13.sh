@@ -11,7 +11,8 @@
 # shared memory and TCP, the e2e layout tests and every other e2e test under
 # mpirun, the tb5 BTL's jobs, the namespace tests): what differs between
 # Open MPI 4.1 and 5.0. The rest (kernels, model, tokenizer, store)
-# does not depend on the MPI generation and runs in Debian 12's suite.
+# does not depend on the MPI generation and runs in Debian 12's suite, and
+# only the targets those tests run are built.
 #
 # The root: debootstrap --variant=minbase of trixie from the mirror apt uses
 # (or deb.debian.org), kept as a tarball in $CI_D13_CACHE (default
@@ -22,7 +23,7 @@
 # mount point with /run a tmpfs of its own and proc, sys, dev mounted, so
 # network namespaces work inside it (ip netns exec needs both).
 set -euo pipefail
-mode=labels cmd=()
+mode=labels cmd=() labels='mpi|tb5'
 while [ $# -gt 0 ]; do
   case $1 in
     --all) mode=all; shift ;;
@@ -72,10 +73,21 @@ stamp "root ready; clone of $(git -C "$repo" rev-parse --short HEAD)"
 in_root() { chroot "$root" /bin/bash -lc "cd /root/repo && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 && $1"; }
 in_root "bash tools/install-deps.sh"
 stamp "dependencies installed"
-in_root "cmake -B build >/dev/null && cmake --build build -j \$(nproc)"
-stamp "built"
+in_root "cmake -B build >/dev/null"
+targets=""
+if [ "$mode" = labels ]; then
+  # Only what the selected tests run: the executables and plugins their
+  # commands name (the trillion binary, the MPI test programs, btl/tb5 and
+  # the verbs simulator), not every unit test and benchmark.
+  named=$(in_root "ctest --test-dir build -N -V -L '$labels'" | grep 'Test command' |
+          grep -o '/root/repo/build/[^\" ;]*' | sed 's|.*/||; s|^lib\(.*\)\.so$|\1|'; echo mca_btl_tb5)
+  all=$(in_root "cmake --build build --target help" | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p')
+  targets=$(comm -12 <(sort -u <<<"$named") <(sort -u <<<"$all") | sed 's/^/--target /' | tr '\n' ' ')
+fi
+in_root "cmake --build build -j \$(nproc) $targets"
+stamp "built ${targets:-everything}"
 case $mode in
-  labels) in_root "ctest --test-dir build --output-on-failure -j \$(nproc) -L 'mpi|tb5'" ;;
+  labels) in_root "ctest --test-dir build --output-on-failure -j \$(nproc) -L '$labels'" ;;
   all) in_root "ctest --test-dir build --output-on-failure -j \$(nproc)" ;;
   cmd) in_root "$(printf '%q ' "${cmd[@]}")" ;;
 esac
