@@ -40,7 +40,8 @@ void RmaChannel::check_peer(int peer, const char* what) const {
 }
 
 void RmaChannel::sync(bool progress) {
-  // Over osc/pt2pt puts land only while we are inside MPI: turn the engine
+  // Over osc/pt2pt (Open MPI 4.1), or osc/rdma's active messages between
+  // hosts (5.0), puts land only while we are inside MPI: turn the engine
   // on every check. Otherwise only now and then (a safety net for
   // components that need it): with ranks > cores, Open MPI's progress
   // engine yields the core itself, which doubled hop latency when called on

@@ -95,7 +95,7 @@ class RmaChannel {
   bool try_send(int dest, int32_t tag, std::span<const std::byte> data);
   // One poll step for loops that try several peers: refresh() once, then
   // the try_*_polled calls, which make no MPI call unless they move data.
-  // Over osc/pt2pt every MPI_Win_sync turns Open MPI's progress engine, which
+  // Over osc/pt2pt (and osc/rdma) every MPI_Win_sync turns Open MPI's progress engine, which
   // polls its sockets and yields the core (two system calls); an exchange
   // with 3 peers made 6 of them per check, and on a virtual machine whose
   // system calls cost tens of microseconds a waiting rank took most of the
