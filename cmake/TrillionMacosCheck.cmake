@@ -145,14 +145,13 @@ endfunction()
 # The tb5 BTL plugin (src/transport/tb5/btl: C against Open MPI's internal
 # headers), a step of its own (tools/check-macos.sh step 5, target
 # trillion_macos_tb5_btl, outside `all`): compiled, never linked (no
-# libopen-pal for macOS here), once its sources support Open MPI 5's BTL
-# interface. Headers: Debian 13's Open MPI 5.0.7 internals, then what they
+# libopen-pal for macOS here), against Open MPI 5's BTL interface. Headers: Debian 13's Open MPI 5.0.7 internals, then what they
 # lack (opal/mca/threads/pthreads, the timer component's) from that
 # release's source, then hwloc's, PMIx's and libevent's, all as the script
 # stages them. Their opal_config.h was configured for Linux (aarch64): this
 # checks the plugin against Open MPI 5's API and the Mac's C library, not
 # against the ABI of Homebrew's build (README, "macOS").
-option(TRILLION_TB5_BTL_OMPI5 "The tb5 BTL's sources support Open MPI 5: the macOS check compiles them (step 5)" OFF)
+option(TRILLION_TB5_BTL_OMPI5 "The macOS check compiles the tb5 BTL against Open MPI 5's headers (step 5)" ON)
 function(trillion_macos_check_btl)
   if(NOT TRILLION_TB5_BTL_OMPI5)
     return()

@@ -2,7 +2,7 @@
 # btl/tb5 for an Open MPI installed without its development headers
 # (Homebrew's open-mpi): the plugin is built against the headers of the same
 # release, configured with the installed build's own configure command line,
-# and loads into the installed Open MPI (README, "tb5": why not a second,
+# and loads into the installed Open MPI (docs/tb5.md: why not a second,
 # whole Open MPI). One command on a Mac with internet:
 #
 #   jobs/tb5/build-openmpi.sh [--prefix DIR]

@@ -52,7 +52,7 @@ bool mca_btl_tb5_version_ok(void) {
   if (major != OPAL_MAJOR_VERSION || minor != OPAL_MINOR_VERSION) {
     fprintf(stderr,
             "btl tb5 on %s: %s was built for Open MPI %d.%d.%d, but this process runs Open MPI %d.%d.%d; "
-            "rebuild the plugin against Open MPI %d.%d.%d's headers (README, \"tb5\"); tb5 disabled\n",
+            "rebuild the plugin against Open MPI %d.%d.%d's headers (docs/tb5.md); tb5 disabled\n",
             host, plugin, OPAL_MAJOR_VERSION, OPAL_MINOR_VERSION, OPAL_RELEASE_VERSION, major, minor, release,
             major, minor, release);
     fflush(stderr);
@@ -64,7 +64,7 @@ bool mca_btl_tb5_version_ok(void) {
     fprintf(stderr,
             "btl tb5 on %s: %s was built against Open MPI %d.%d.%d headers configured unlike the running Open MPI "
             "%d.%d.%d (a BTL descriptor is %zu bytes here, %zu there: e.g. --enable-debug on one side only); "
-            "rebuild the plugin against the headers of the Open MPI that runs it (README, \"tb5\"); tb5 disabled\n",
+            "rebuild the plugin against the headers of the Open MPI that runs it (docs/tb5.md); tb5 disabled\n",
             host, plugin, OPAL_MAJOR_VERSION, OPAL_MINOR_VERSION, OPAL_RELEASE_VERSION, major, minor, release,
             sizeof(mca_btl_base_descriptor_t), theirs);
     fflush(stderr);
