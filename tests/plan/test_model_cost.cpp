@@ -15,6 +15,15 @@ namespace {
 
 ModelConfig real(const char* name) { return ModelConfig::from_file(std::string(TRILLION_PROFILES) + "/models/" + name); }
 
+// A predicate for BOOST_CHECK_EXCEPTION: the error's message holds `part`.
+auto says(std::string part) {
+  return [part](const std::exception& e) {
+    const bool ok = std::string(e.what()).find(part) != std::string::npos;
+    if (!ok) BOOST_TEST_MESSAGE("'" << part << "' not in: " << e.what());
+    return ok;
+  };
+}
+
 }  // namespace
 
 // Every figure below is worked out by hand from the config (shapes x bytes
@@ -113,7 +122,8 @@ BOOST_AUTO_TEST_CASE(config_manifest_matches_the_checkpoint_sizes) {
 
 BOOST_AUTO_TEST_CASE(quantize_makes_every_linear_that_format) {
   ModelConfig cfg = real("kimi-k2-instruct.json");  // FP8: --quantize refuses it
-  BOOST_CHECK_THROW(quantized_config(cfg, WeightFormat::int8_group), std::exception);
+  BOOST_CHECK_EXCEPTION(quantized_config(cfg, WeightFormat::int8_group), InputError,
+                        says("--quantize applies to a bf16 checkpoint; this config is fp8"));
   cfg.weight_format = WeightFormat::bf16;
   const ModelConfig q = quantized_config(cfg, WeightFormat::int8_group);
   const ModelCost c = model_cost(q, manifest_from_config(q), Activations::int8);

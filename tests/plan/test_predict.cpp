@@ -3,7 +3,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <string>
 
+#include "common/error.hpp"
 #include "plan/predict.hpp"
 #include "runtime/backoff.hpp"
 
@@ -11,6 +13,16 @@ using namespace trillion;
 namespace tt = boost::test_tools;
 
 namespace {
+
+// A predicate for BOOST_CHECK_EXCEPTION: the error's message holds `part`.
+auto says(std::string part) {
+  return [part](const std::exception& e) {
+    const bool ok = std::string(e.what()).find(part) != std::string::npos;
+    if (!ok) BOOST_TEST_MESSAGE("'" << part << "' not in: " << e.what());
+    return ok;
+  };
+}
+
 
 // A model small enough to work out by hand: hidden 1000; layer 0 dense, layer 1
 // MoE (4 experts, top 2); one 1000 x 1000 attention matrix per layer (1 MB),
@@ -210,7 +222,7 @@ BOOST_AUTO_TEST_CASE(kernel_rate_interpolates_in_log_batch) {
   BOOST_TEST(h.kernel_rate("k/f32", 2) == 2e9, tt::tolerance(1e-9));
   BOOST_TEST(h.kernel_rate("k/f32", 0.5) == 1e9);
   BOOST_TEST(h.kernel_rate("k/f32", 64) == 4e9);
-  BOOST_CHECK_THROW(h.kernel_rate("fp8/f32", 1), std::exception);
+  BOOST_CHECK_EXCEPTION(h.kernel_rate("fp8/f32", 1), InputError, says("has no rate for kernel fp8/f32"));
 }
 
 BOOST_AUTO_TEST_CASE(weight_matrices_use_the_streaming_rates_when_measured) {
@@ -229,7 +241,8 @@ BOOST_AUTO_TEST_CASE(weight_matrices_use_the_streaming_rates_when_measured) {
   j.erase("kernels_streaming");
   BOOST_TEST(host_profile_from_json(j, "test").kernels_streaming.empty());
   j["kernels_streaming"] = {{"k/f32", {{"0", 1e9}}}};
-  BOOST_CHECK_THROW(host_profile_from_json(j, "test"), std::exception);
+  BOOST_CHECK_EXCEPTION(host_profile_from_json(j, "test"), InputError,
+                        says("kernels_streaming.k/f32.0 must be a batch >= 1 with a positive FLOP/s"));
 
   // One rank, batch 1, in-cache 4 GFLOP/s but streaming 1 GFLOP/s: the
   // attention matrices take 2 ms each again (as at 1 GFLOP/s in one_rank_decode_by_hand).
