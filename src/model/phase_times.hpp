@@ -34,12 +34,21 @@ inline const char* phase_name(Phase p) {
 class PhaseTimes {
  public:
   using Clock = std::chrono::steady_clock;
-  void add(Phase p, Clock::duration d) { ns_[size_t(p)] += std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); }
+  void add(Phase p, Clock::duration d) {
+    ns_[size_t(p)] += std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+    ++entered_[size_t(p)];
+  }
   double seconds(Phase p) const { return double(ns_[size_t(p)]) * 1e-9; }
-  void reset() { ns_.fill(0); }
+  // How many times the phase was timed (what tests check: a count, not a clock).
+  int64_t entered(Phase p) const { return entered_[size_t(p)]; }
+  void reset() {
+    ns_.fill(0);
+    entered_.fill(0);
+  }
 
  private:
   std::array<int64_t, size_t(Phase::count)> ns_{};
+  std::array<int64_t, size_t(Phase::count)> entered_{};
 };
 
 // Adds the wall time from construction to destruction to `times` (nothing when null).

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <chrono>
 #include <random>
 
 #include "common/error.hpp"
@@ -187,8 +186,9 @@ BOOST_AUTO_TEST_CASE(dump_hook_writes_intermediates) {
   std::filesystem::remove_all(dir);
 }
 
-// bench_model --phases: every phase of a step is timed, the phases add up to
-// no more than the step's wall time, and timing changes no bit.
+// bench_model --phases: every phase of a step is timed, and timing changes
+// no bit. (Counts, not clocks: how the phases' times add up against the
+// step's is bench_model --phases' figure, not an assertion.)
 BOOST_AUTO_TEST_CASE(phase_timer_sees_every_phase_and_changes_no_bit) {
   TinyModel m;
   BOOST_REQUIRE(m.cfg.first_k_dense_replace >= 1);  // a dense layer, then MoE layers
@@ -202,20 +202,16 @@ BOOST_AUTO_TEST_CASE(phase_timer_sees_every_phase_and_changes_no_bit) {
   PhaseTimes times;
   model.time_phases(&times);
   KvCache c2(m.cfg, model.range(), 1, 8);
-  const auto t0 = std::chrono::steady_clock::now();
   const auto timed = run_step(model, c2, rows_of(0, 0, 3), tokens);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   BOOST_TEST(same_bits(timed.data(), plain.data(), plain.size()));
-  double sum = 0;
-  for (int i = 0; i < int(Phase::count); ++i) {
-    BOOST_TEST(times.seconds(Phase(i)) > 0, phase_name(Phase(i)));
-    sum += times.seconds(Phase(i));
-  }
-  BOOST_TEST(sum <= wall);
+  for (int i = 0; i < int(Phase::count); ++i) BOOST_TEST(times.entered(Phase(i)) > 0, phase_name(Phase(i)));
 
   model.time_phases(nullptr);  // off again: a step adds nothing
   const PhaseTimes before = times;
   KvCache c3(m.cfg, model.range(), 1, 8);
   run_step(model, c3, rows_of(0, 0, 3), tokens);
-  for (int i = 0; i < int(Phase::count); ++i) BOOST_TEST(times.seconds(Phase(i)) == before.seconds(Phase(i)));
+  for (int i = 0; i < int(Phase::count); ++i) {
+    BOOST_TEST(times.entered(Phase(i)) == before.entered(Phase(i)));
+    BOOST_TEST(times.seconds(Phase(i)) == before.seconds(Phase(i)));
+  }
 }
