@@ -146,7 +146,7 @@ def main():
     for m in missing:
         print(m)
     print(f"{checked} cited paths checked: {'ok' if not missing else f'{len(missing)} missing'}")
-    return 1 if missing else 0
+    return 1 if missing or checked == 0 else 0
 
 
 if __name__ == "__main__":

@@ -53,8 +53,12 @@ class Failures:
         return p
 
     def finish(self):
+        """Exits 1 if a check failed, or if none was made (a test that checked
+        nothing proves nothing)."""
         print(f"{self.passed} passed, {self.failed} failed", flush=True)
-        sys.exit(1 if self.failed else 0)
+        if self.passed + self.failed == 0:
+            print("FAILED: no checks were made", flush=True)
+        sys.exit(1 if self.failed or self.passed == 0 else 0)
 
 
 def run(cmd, check=True, **kw):
@@ -140,7 +144,8 @@ def converted(trillion, work, preset, fmt, seed=0, extra=(), quantize=None, vari
     checkpoint, the trillion binary and the arguments are the same; with
     `quantize` (int8, int4, fp8) requantized by `convert --quantize`. Other
     convert arguments (`extra`) need a `variant` name for their directory."""
-    assert not extra or variant, "convert arguments need a variant name"
+    if extra and not variant:
+        raise ValueError("convert arguments need a variant name")
     hf = checkpoint(work, preset, fmt, seed)
     name = f"{preset}-{fmt}-{seed}" + (f"-q{quantize}" if quantize else "") + (f"-{variant}" if variant else "")
     out = os.path.join(work, "model", name)

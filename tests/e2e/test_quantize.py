@@ -53,11 +53,13 @@ def quantize_groups(w, qmax):
     padded[:, :cols] = w
     amax = np.abs(padded.reshape(rows, g, 32)).max(axis=2)
     scale = np.where(amax > 0, bf16_ceil(np.where(amax > 0, amax, 1.0) / qmax), 0.0)
-    assert np.all(bf16_value(bf16_bits_of(scale)) == scale)
+    if not np.all(bf16_value(bf16_bits_of(scale)) == scale):
+        raise SystemExit("FAILED: the oracle's group scales are not bf16 values")
     full = np.repeat(scale, 32, axis=1)[:, :cols]
     with np.errstate(invalid="ignore", divide="ignore"):
         q = np.where(full > 0, np.rint(w / np.where(full > 0, full, 1.0)), 0.0)
-    assert np.abs(q).max() <= qmax  # the scale is rounded up: nothing to clip
+    if not np.abs(q).max() <= qmax:  # the scale is rounded up: nothing to clip
+        raise SystemExit(f"FAILED: the oracle's codes exceed {qmax}")
     return q.astype(np.int64), bf16_bits_of(scale), q * full
 
 

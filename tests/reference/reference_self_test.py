@@ -27,25 +27,39 @@ from safetensors_reader import (Checkpoint, SafetensorsError, SafetensorsFile,  
                                 bf16_bits_to_f64, e4m3_bits_to_f64)
 
 
+class CheckFailed(Exception):
+    pass
+
+
+CHECKS = [0]  # checks made so far (a test that makes none fails: it tested nothing)
+
+
+def check(ok, *what):
+    """A check that holds under `python -O` too, where assert statements vanish."""
+    CHECKS[0] += 1
+    if not ok:
+        raise CheckFailed(" ".join(str(w) for w in what) or "check failed")
+
+
 def test_e4m3():
     cases = {0x00: 0.0, 0x80: -0.0, 0x38: 1.0, 0x3C: 1.5, 0x30: 0.5, 0x40: 2.0, 0xC0: -2.0,
              0x7E: 448.0, 0xFE: -448.0, 0x08: 2.0 ** -6, 0x01: 2.0 ** -9, 0x07: 7 * 2.0 ** -9,
              0x0F: 1.875 * 2.0 ** -6, 0x77: 240.0, 0x39: 1.125, 0xB3: -0.6875}
     got = e4m3_bits_to_f64(np.array(list(cases), dtype=np.uint8))
-    assert np.array_equal(got, np.array(list(cases.values()))), got
-    assert np.signbit(got[1])
-    assert np.isnan(e4m3_bits_to_f64(np.array([0x7F, 0xFF], dtype=np.uint8))).all()
+    check(np.array_equal(got, np.array(list(cases.values()))), got)
+    check(np.signbit(got[1]))
+    check(np.isnan(e4m3_bits_to_f64(np.array([0x7F, 0xFF], dtype=np.uint8))).all())
     table = e4m3_bits_to_f64(np.arange(256, dtype=np.uint8))
     indep = np.array([e4m3_scalar(b) for b in range(256)])
-    assert np.array_equal(np.isnan(table), np.isnan(indep))
-    assert np.array_equal(table[~np.isnan(table)], indep[~np.isnan(indep)])
+    check(np.array_equal(np.isnan(table), np.isnan(indep)))
+    check(np.array_equal(table[~np.isnan(table)], indep[~np.isnan(indep)]))
 
 
 def test_bf16():
     cases = {0x3F80: 1.0, 0xC000: -2.0, 0x3FC0: 1.5, 0x4049: 3.140625, 0x0001: 2.0 ** -133,
              0x7F80: np.inf, 0xFF80: -np.inf, 0x3E80: 0.25}
     got = bf16_bits_to_f64(np.array(list(cases), dtype=np.uint16))
-    assert np.array_equal(got, np.array(list(cases.values()))), got
+    check(np.array_equal(got, np.array(list(cases.values()))), got)
 
 
 def test_safetensors_bytes():
@@ -62,18 +76,18 @@ def test_safetensors_bytes():
         with open(path, "wb") as f:
             f.write(struct.pack("<Q", len(header)) + header + data)
         st = SafetensorsFile(path)
-        assert st.metadata == {"format": "pt"}
-        assert st.float64("a").tolist() == [-0.75]
-        assert st.float64("b").tolist() == [1.0, -3.0]
-        assert st.raw("c").tolist() == [[-5]]
-        assert st.float64("d").shape == () and float(st.float64("d")) == 1.0
+        check(st.metadata == {"format": "pt"})
+        check(st.float64("a").tolist() == [-0.75])
+        check(st.float64("b").tolist() == [1.0, -3.0])
+        check(st.raw("c").tolist() == [[-5]])
+        check(st.float64("d").shape == () and float(st.float64("d")) == 1.0)
         with open(path, "wb") as f:                                  # truncated
             f.write(struct.pack("<Q", len(header)) + header + data[:-1])
         try:
             SafetensorsFile(path)
-            raise AssertionError("truncated file accepted")
+            raise CheckFailed("truncated file accepted")
         except SafetensorsError as e:
-            assert "beyond end of file" in str(e)
+            check("beyond end of file" in str(e))
 
 
 def test_fp8_block_dequant():
@@ -89,16 +103,16 @@ def test_fp8_block_dequant():
                           {"w.weight": ("F8_E4M3", bits.shape, bits.tobytes()),
                            "w.weight_scale_inv": ("F32", sinv.shape, sinv.tobytes())})
         W = ref.CheckpointWeights(Checkpoint(tmp)).linear("w")
-    assert W.shape == (129, 130)
-    assert W[0, 0] == 1.5 * 2 and W[5, 127] == 2.0 and W[5, 128] == 3.0 and W[5, 129] == 3.0
-    assert W[127, 128] == -2.0 * 3 and W[128, 127] == 0.5 * 5 and W[128, 129] == 448.0 * 7
-    assert W[128, 0] == 5.0 and W[128, 128] == 7.0
+    check(W.shape == (129, 130))
+    check(W[0, 0] == 1.5 * 2 and W[5, 127] == 2.0 and W[5, 128] == 3.0 and W[5, 129] == 3.0)
+    check(W[127, 128] == -2.0 * 3 and W[128, 127] == 0.5 * 5 and W[128, 129] == 448.0 * 7)
+    check(W[128, 0] == 5.0 and W[128, 128] == 7.0)
     # non-square blocks [1, 2]: W[r][c] = e4m3 * scale_inv[r][c // 2]
     bits = np.array([[0x38, 0x40, 0x30], [0xC0, 0x3C, 0x38]], dtype=np.uint8)   # 1 2 .5 / -2 1.5 1
     sinv = np.array([[2.0, 3.0], [5.0, 7.0]])
-    assert ref.dequant_fp8_block(bits, sinv, (1, 2)).tolist() == [[2.0, 4.0, 1.5], [-10.0, 7.5, 7.0]]
-    assert W.sum() == (2.0 * (128 * 128 - 1) + 3 + 3.0 * (128 * 2 - 1) - 6 + 5.0 * 127 + 2.5
-                       + 7.0 * 1 + 448 * 7)
+    check(ref.dequant_fp8_block(bits, sinv, (1, 2)).tolist() == [[2.0, 4.0, 1.5], [-10.0, 7.5, 7.0]])
+    check(W.sum() == (2.0 * (128 * 128 - 1) + 3 + 3.0 * (128 * 2 - 1) - 6 + 5.0 * 127 + 2.5
+                      + 7.0 * 1 + 448 * 7))
 
 
 def test_int4_dequant():
@@ -116,7 +130,7 @@ def test_int4_dequant():
         W = ref.CheckpointWeights(Checkpoint(tmp)).linear("e")
     row0 = [(c - 8) * 0.5 for c in range(16)] + [0.0] * 16
     row1 = [14.0] + [-16.0] * 7 + [0.0] * 16 + [14.0] + [0.0] * 6 + [14.0]
-    assert W.tolist() == [row0, row1], W
+    check(W.tolist() == [row0, row1], W)
 
 
 def test_int8_dequant():
@@ -135,7 +149,7 @@ def test_int8_dequant():
     want = np.zeros((2, 40))
     want[0, 0], want[0, 31], want[0, 32], want[0, 39] = 63.5, -63.5, 2.0, -6.0
     want[1, 5], want[1, 33] = -2.0 ** -7, -100.0
-    assert W.tolist() == want.tolist(), W
+    check(W.tolist() == want.tolist(), W)
 
 
 def test_yarn():
@@ -147,28 +161,28 @@ def test_yarn():
     cfg = ref.Config(dict(base, rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64,
                                               "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}))
     inv, ms = ref.rope_inv_freq(cfg)
-    assert np.allclose(inv, [1.0, 0.0625, 0.0025, 0.00025], rtol=1e-14, atol=0), inv
-    assert ms == 1.0
+    check(np.allclose(inv, [1.0, 0.0625, 0.0025, 0.00025], rtol=1e-14, atol=0), inv)
+    check(ms == 1.0)
     m = 0.1 * math.log(4.0) + 1.0
-    assert abs(ref.softmax_scale(cfg) - 12 ** -0.5 * m * m) < 1e-15
+    check(abs(ref.softmax_scale(cfg) - 12 ** -0.5 * m * m) < 1e-15)
     # low == high == 0 (beta_slow 32): high += 0.001, ramp [0, 1, 1, 1]
     cfg = ref.Config(dict(base, rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64,
                                               "beta_fast": 32, "beta_slow": 32, "mscale": 0.5, "mscale_all_dim": 0}))
     inv, ms = ref.rope_inv_freq(cfg)
-    assert np.allclose(inv, [1.0, 0.025, 0.0025, 0.00025], rtol=1e-14, atol=0), inv
-    assert abs(ms - (0.05 * math.log(4.0) + 1.0)) < 1e-15             # / get_mscale(4, 0) = 1
-    assert ref.softmax_scale(cfg) == 12 ** -0.5                        # mscale_all_dim 0: unscaled
+    check(np.allclose(inv, [1.0, 0.025, 0.0025, 0.00025], rtol=1e-14, atol=0), inv)
+    check(abs(ms - (0.05 * math.log(4.0) + 1.0)) < 1e-15)             # / get_mscale(4, 0) = 1
+    check(ref.softmax_scale(cfg) == 12 ** -0.5)                        # mscale_all_dim 0: unscaled
     cfg = ref.Config(base)                                             # plain rope
     inv, ms = ref.rope_inv_freq(cfg)
-    assert np.allclose(inv, [1.0, 0.1, 0.01, 0.001], rtol=1e-14, atol=0) and ms == 1.0
+    check(np.allclose(inv, [1.0, 0.1, 0.01, 0.001], rtol=1e-14, atol=0) and ms == 1.0)
     # DeepSeek-V3's own config: factor 40, dim 64, orig 4096: low = 10, high = 23
     cfg = ref.Config(dict(base, qk_rope_head_dim=64, rope_scaling={
         "type": "yarn", "factor": 40, "original_max_position_embeddings": 4096, "beta_fast": 32,
         "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}))
     inv, _ = ref.rope_inv_freq(cfg)
     extra = 10000.0 ** (-np.arange(0, 64, 2) / 64)
-    assert np.allclose(inv[:10], extra[:10], rtol=1e-15) and np.allclose(inv[23:], extra[23:] / 40, rtol=1e-15)
-    assert np.allclose(inv[16], extra[16] * (1 - 6 / 13) + extra[16] / 40 * 6 / 13, rtol=1e-15)
+    check(np.allclose(inv[:10], extra[:10], rtol=1e-15) and np.allclose(inv[23:], extra[23:] / 40, rtol=1e-15))
+    check(np.allclose(inv[16], extra[16] * (1 - 6 / 13) + extra[16] / 40 * 6 / 13, rtol=1e-15))
 
 
 def test_rope_direction():
@@ -179,12 +193,12 @@ def test_rope_direction():
     cos, sin = m.rope_cos_sin([1])
     got = ref.apply_rope(np.array([[1.0, 0.0, 0.0, 2.0]]), cos, sin)
     want = [math.cos(1), math.sin(1), -2 * math.sin(0.01), 2 * math.cos(0.01)]
-    assert np.allclose(got, [want], rtol=0, atol=1e-15), got
+    check(np.allclose(got, [want], rtol=0, atol=1e-15), got)
 
 
 def test_rms_norm():
     got = ref.rms_norm(np.array([3.0, 4.0]), np.array([1.0, 2.0]), 0.0)
-    assert np.allclose(got, [3 / math.sqrt(12.5), 8 / math.sqrt(12.5)], rtol=1e-15)
+    check(np.allclose(got, [3 / math.sqrt(12.5), 8 / math.sqrt(12.5)], rtol=1e-15))
 
 
 def test_router():
@@ -201,39 +215,39 @@ def test_router():
     # biased: [.9 .1 | .5 .45 | -.3 .95 | .3 .3]; groups (top2 sums): 1.0, .95, .65, .6
     # kept groups 0, 1 -> expert 5 (0.95, dropped group) never chosen; top2 = 0, 2
     rt = ref.route(cfg, x, np.eye(8), bias)
-    assert rt.groups.tolist() == [[0, 1]] and rt.experts.tolist() == [[0, 2]], (rt.groups, rt.experts)
-    assert np.allclose(rt.weights, [[0.9 / 1.4 * 3, 0.5 / 1.4 * 3]], rtol=1e-14)
-    assert abs(rt.expert_margin[0] - 0.05) < 1e-12 and abs(rt.group_margin[0] - 0.3) < 1e-12
-    assert abs(rt.min_chosen_biased[0] - 0.5) < 1e-12
+    check(rt.groups.tolist() == [[0, 1]] and rt.experts.tolist() == [[0, 2]], (rt.groups, rt.experts))
+    check(np.allclose(rt.weights, [[0.9 / 1.4 * 3, 0.5 / 1.4 * 3]], rtol=1e-14))
+    check(abs(rt.expert_margin[0] - 0.05) < 1e-12 and abs(rt.group_margin[0] - 0.3) < 1e-12)
+    check(abs(rt.min_chosen_biased[0] - 0.5) < 1e-12)
     # negative biased scores inside the kept groups are still chosen over dropped groups
     bias2 = np.array([-2.0, -2.0, -2.0, -2.0, 0.0, 0.0, 0.0, 0.0])
     s2 = np.array([[0.9, 0.8, 0.7, 0.6, 0.1, 0.2, 0.3, 0.4]])
     # biased [-1.1 -1.2 | -1.3 -1.4 | .1 .2 | .3 .4] groups: -2.3 -2.7 .3 .7 -> keep 3, 2
     rt = ref.route(cfg, np.log(s2 / (1 - s2)), np.eye(8), bias2)
-    assert rt.groups.tolist() == [[3, 2]] and rt.experts.tolist() == [[7, 6]]
+    check(rt.groups.tolist() == [[3, 2]] and rt.experts.tolist() == [[7, 6]])
     cfg.num_experts_per_tok = 4                                        # -1.3 + ... : kept-group negatives
     rt = ref.route(cfg, np.log(s2 / (1 - s2)), np.eye(8), np.array([0.0] * 4 + [-0.3] * 4))
     # biased [.9 .8 .7 .6 | -.2 -.1 0 .1]; groups 1.7 1.3 -.3 .1 -> keep 0, 1 -> experts 0 1 2 3
-    assert rt.experts.tolist() == [[0, 1, 2, 3]]
+    check(rt.experts.tolist() == [[0, 1, 2, 3]])
     bias3 = np.array([0.0, 0.0, 0.1, -1.55, -1.0, -1.0, -0.8, -0.9])
     # biased [.9 .8 | .8 -.95 | -.9 -.8 | -.5 -.5]; groups 1.7 -.15 -1.7 -1 -> keep 0, 1; the 4th
     # pick is expert 3 (-.95), never a dropped-group expert (6, 7 at -.5; HF's 0.0 fill would differ)
     rt = ref.route(cfg, np.log(s2 / (1 - s2)), np.eye(8), bias3)
-    assert rt.groups.tolist() == [[0, 1]] and rt.experts.tolist() == [[0, 1, 2, 3]]
-    assert abs(rt.min_chosen_biased[0] + 0.95) < 1e-12 and rt.expert_margin[0] == np.inf
+    check(rt.groups.tolist() == [[0, 1]] and rt.experts.tolist() == [[0, 1, 2, 3]])
+    check(abs(rt.min_chosen_biased[0] + 0.95) < 1e-12 and rt.expert_margin[0] == np.inf)
     cfg.num_experts_per_tok = 2
     cfg.topk_group = 1                                                 # 1 group, k 2: second-best competitor none
     rt = ref.route(cfg, np.log(s2 / (1 - s2)), np.eye(8), bias2)
-    assert rt.experts.tolist() == [[7, 6]] and rt.expert_margin[0] == np.inf
+    check(rt.experts.tolist() == [[7, 6]] and rt.expert_margin[0] == np.inf)
     # ties: lower index first (experts and groups)
     cfg.topk_group, cfg.n_group = 2, 1
     s3 = np.array([[0.5, 0.7, 0.7, 0.5, 0.7, 0.1, 0.1, 0.1]])
     rt = ref.route(cfg, np.log(s3 / (1 - s3)), np.eye(8), np.zeros(8))
-    assert rt.experts.tolist() == [[1, 2]] and rt.expert_margin[0] < 1e-15 and rt.groups is None
-    assert np.allclose(rt.weights, [[1.5, 1.5]], rtol=1e-14)
+    check(rt.experts.tolist() == [[1, 2]] and rt.expert_margin[0] < 1e-15 and rt.groups is None)
+    check(np.allclose(rt.weights, [[1.5, 1.5]], rtol=1e-14))
     cfg.norm_topk_prob = False
     rt = ref.route(cfg, np.log(s3 / (1 - s3)), np.eye(8), np.zeros(8))
-    assert np.allclose(rt.weights, [[2.1, 2.1]], rtol=1e-14)
+    check(np.allclose(rt.weights, [[2.1, 2.1]], rtol=1e-14))
 
 
 def _test_configs():
@@ -250,8 +264,8 @@ def test_absorbed_equals_plain():
         model, _ = random_dict_model(c, 7)
         a, ra = model.forward(ids)
         b, rb = model.forward(ids, absorbed=True)
-        assert rel_err(b, a) < 1e-12, (name, rel_err(b, a))
-        assert all(np.array_equal(x.experts, y.experts) for x, y in zip(ra, rb))
+        check(rel_err(b, a) < 1e-12, (name, rel_err(b, a)))
+        check(all(np.array_equal(x.experts, y.experts) for x, y in zip(ra, rb)))
 
 
 def test_against_naive():
@@ -260,16 +274,16 @@ def test_against_naive():
         model, t = random_dict_model(c, 11)
         a, _ = model.forward(ids)
         b = naive_forward(c, t, list(ids))
-        assert rel_err(a, b) < 1e-12, (name, rel_err(a, b))
+        check(rel_err(a, b) < 1e-12, (name, rel_err(a, b)))
 
 
 def test_layer_kinds():
     c = dict(TEST_CONFIG, num_hidden_layers=5, moe_layer_freq=2, first_k_dense_replace=1)
     cfg = ref.Config(c)
-    assert [cfg.is_moe_layer(l) for l in range(5)] == [False, False, True, False, True]
+    check([cfg.is_moe_layer(l) for l in range(5)] == [False, False, True, False, True])
     model, _ = random_dict_model(c, 3)
     _, routing = model.forward([1, 2, 3])
-    assert [r.layer for r in routing] == [2, 4]
+    check([r.layer for r in routing] == [2, 4])
 
 
 def test_kv_cache():
@@ -281,14 +295,14 @@ def test_kv_cache():
         parts = [model.forward(ids[:4], cache, absorbed)[0]]
         parts += [model.forward(ids[i:i + 1], cache, absorbed)[0] for i in range(4, 7)]
         parts.append(model.forward(ids[7:], cache, absorbed)[0])
-        assert rel_err(np.concatenate(parts), full) < 1e-12
+        check(rel_err(np.concatenate(parts), full) < 1e-12)
     _, _, toks, gaps, _ = model.generate_greedy(ids, 4)
     seq = list(ids)
     for tok in toks:                                                   # recompute the full forward per step
         want = int(np.argmax(model.forward(seq)[0][-1]))
-        assert tok == want
+        check(tok == want)
         seq.append(want)
-    assert len(gaps) == 4 and min(gaps) >= 0
+    check(len(gaps) == 4 and min(gaps) >= 0)
 
 
 def test_checkpoint_formats():
@@ -305,10 +319,10 @@ def test_checkpoint_formats():
                 got = model.w.linear(name[:-len(".weight")]) if name.endswith(".weight") and \
                     name[:-len(".weight")] in linear_shapes(c) else model.w.tensor(name) \
                     if "embed_tokens" not in name else model.w.embedding_rows(np.arange(c["vocab_size"]))
-                assert got.shape == want.shape and np.array_equal(got, want), (fmt, name)
+                check(got.shape == want.shape and np.array_equal(got, want), (fmt, name))
             a, _ = model.forward(ids)
             b, _ = ref.Model(ref.Config(c), ref.DictWeights(expect)).forward(ids)
-            assert np.isfinite(a).all() and np.array_equal(a, b), fmt
+            check(np.isfinite(a).all() and np.array_equal(a, b), fmt)
 
 
 def test_cli():
@@ -322,17 +336,17 @@ def test_cli():
         run(argparse.Namespace(model=mdir, requests=req, out_dir=out, generate=3, absorbed=False, float32=False,
                                 quiet=True))
         la = np.load(os.path.join(out, "a.npy"))
-        assert la.shape == (5, TEST_CONFIG["vocab_size"]) and la.dtype == np.float64
+        check(la.shape == (5, TEST_CONFIG["vocab_size"]) and la.dtype == np.float64)
         with open(os.path.join(out, "a.greedy.json")) as f:
             g = json.load(f)
         model = ref.load_model(mdir)
         seq = [1, 2, 3, 4, 5]
         for _ in range(3):
             seq.append(int(np.argmax(model.forward(seq)[0][-1])))
-        assert g["token_ids"] == seq[5:]
+        check(g["token_ids"] == seq[5:])
         with open(os.path.join(out, "b.routing.json")) as f:
             r = json.load(f)
-        assert [l["layer"] for l in r["layers"]] == [1, 2] and len(r["layers"][0]["experts"]) == 1
+        check([l["layer"] for l in r["layers"]] == [1, 2] and len(r["layers"][0]["experts"]) == 1)
 
 
 def test_activation_quantization():
@@ -343,11 +357,11 @@ def test_activation_quantization():
     x[0, :5] = [127.0, 2.5, 3.5, -0.5, -1.5]
     x[0, 64:66] = [2.0, -1.0]
     q = ref.quantize_activations(x)
-    assert np.array_equal(q[0, :5], [127.0, 2.0, 4.0, -0.0, -2.0]), q[0, :5]
-    assert np.all(q[0, 5:64] == 0)
+    check(np.array_equal(q[0, :5], [127.0, 2.0, 4.0, -0.0, -2.0]), q[0, :5])
+    check(np.all(q[0, 5:64] == 0))
     d = 2.0 / 127
-    assert np.allclose(q[0, 64:66], [127 * d, np.rint(-1.0 / d) * d], rtol=0, atol=1e-15)
-    assert q.shape == x.shape
+    check(np.allclose(q[0, 64:66], [127 * d, np.rint(-1.0 / d) * d], rtol=0, atol=1e-15))
+    check(q.shape == x.shape)
 
 
 TESTS = [test_e4m3, test_bf16, test_safetensors_bytes, test_fp8_block_dequant, test_int4_dequant, test_int8_dequant,
@@ -358,16 +372,21 @@ TESTS = [test_e4m3, test_bf16, test_safetensors_bytes, test_fp8_block_dequant, t
 def self_test():
     passed = failed = 0
     for t in TESTS:
-        t0 = time.time()
+        t0, checks = time.time(), CHECKS[0]
         try:
             t()
+            if CHECKS[0] == checks:
+                raise CheckFailed("made no checks")
             passed += 1
-            print("ok    %-28s %.2fs" % (t.__name__, time.time() - t0))
+            print("ok    %-28s %.2fs, %d checks" % (t.__name__, time.time() - t0, CHECKS[0] - checks))
         except Exception as e:  # report every failure, keep going
             failed += 1
             import traceback
             traceback.print_exc()
             print("FAIL  %-28s %r" % (t.__name__, e))
+    if passed + failed == 0:
+        print("FAIL  no tests ran")
+        failed = 1
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -112,6 +112,8 @@ def main():
         if hasher and f"xxh64:{hasher(got):016x}" != t["checksum"]:
             fail(f"{where}: XXH64 disagrees with the manifest checksum")
         checked += 1
+    if checked == 0:
+        fail(f"{model_dir}: no tensors in the manifest to check")
     shapes = [n for n in source if n.endswith(".weight_shape")]
     for n in shapes:
         if n in manifest["tensors"]:

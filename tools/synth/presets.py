@@ -170,7 +170,8 @@ def build_config(name, fmt, nextn_layers=None):
     for k in _CONFIG_KEYS:
         if k not in c:
             c[k] = p[k]
-    assert set(c) == set(_CONFIG_KEYS), set(_CONFIG_KEYS) ^ set(c)
+    if set(c) != set(_CONFIG_KEYS):
+        raise ValueError(f"config keys differ from the preset's: {set(_CONFIG_KEYS) ^ set(c)}")
     if fmt == "fp8":
         c["quantization_config"] = copy.deepcopy(FP8_QUANTIZATION_CONFIG)
     elif fmt == "int4":

@@ -188,7 +188,8 @@ def int4_pack(nibbles):
     column 8j+i of a row goes to bits 4i..4i+3 of word j."""
     n = np.asarray(nibbles).astype(np.uint32)
     rows, cols = n.shape
-    assert cols % INT4_PACK == 0, cols
+    if cols % INT4_PACK:
+        raise ValueError(f"int4_pack: {cols} columns, not a multiple of {INT4_PACK}")
     n = n.reshape(rows, cols // INT4_PACK, INT4_PACK)
     shifts = (np.arange(INT4_PACK, dtype=np.uint32) * np.uint32(4))
     packed = np.bitwise_or.reduce(n << shifts, axis=2).astype(np.uint32)
@@ -209,7 +210,8 @@ def int4_group_quantize(w):
     scale bf16 bits uint16 [rows, cols/32])."""
     w = np.asarray(w, dtype=np.float32)
     rows, cols = w.shape
-    assert cols % INT4_GROUP == 0, cols
+    if cols % INT4_GROUP:
+        raise ValueError(f"int4_group_quantize: {cols} columns, not a multiple of {INT4_GROUP}")
     g = w.reshape(rows, cols // INT4_GROUP, INT4_GROUP)
     amax = np.abs(g).max(axis=2)
     sbits = bf16_bits(amax / np.float32(7.0))

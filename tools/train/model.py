@@ -206,7 +206,8 @@ class Inner(nn.Module):
 class DeepseekV3(nn.Module):
     def __init__(self, cfg):
         super().__init__()
-        assert cfg["num_nextn_predict_layers"] <= 1, "one MTP layer"
+        if cfg["num_nextn_predict_layers"] > 1:
+            raise ValueError("one MTP layer at most")
         self.cfg = cfg
         self.model = Inner(cfg)
         self.lm_head = linear(cfg["hidden_size"], cfg["vocab_size"])

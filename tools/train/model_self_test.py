@@ -87,7 +87,7 @@ def main():
         check(np.array_equal(m64.state_dict()[name].numpy(), model.state_dict()[name].double().numpy()),
               "router bias stored exactly (float32)")
     print("%d passed, %d failed" % (len(passed), len(failed)))
-    sys.exit(1 if failed else 0)
+    sys.exit(1 if failed or not passed else 0)
 
 
 if __name__ == "__main__":

@@ -134,7 +134,8 @@ def main():
         merges = bpe_train.train(corpus.split(corpus.chapters())[0], arch["vocab_size"])
     bpe_train.write(a.output, merges)
     enc = bpe_train.Encoder(merges)
-    assert len(enc.vocab) == arch["vocab_size"], (len(enc.vocab), arch["vocab_size"])
+    if len(enc.vocab) != arch["vocab_size"]:
+        raise SystemExit(f"the tokenizer has {len(enc.vocab)} tokens, the architecture {arch['vocab_size']}")
     stream, windows = token_streams(enc, a.seq_len)
     print("tokenizer %d tokens (%.0f s); train %d tokens, held out %d windows of %d"
           % (len(enc.vocab), time.time() - t_start, len(stream), len(windows), a.seq_len), flush=True)
