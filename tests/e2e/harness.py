@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON = sys.executable
@@ -241,6 +242,47 @@ def rank_processes(session, binary):
         if b"OMPI_COMM_WORLD_RANK" in env:
             ranks[int(env[b"OMPI_COMM_WORLD_RANK"])] = int(pid)
     return ranks
+
+
+def stopped(pid):
+    """Whether process pid is stopped (a rank that reached its TRILLION_FAULT
+    point stops itself with SIGSTOP, src/common/fault.hpp)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fp:
+            return fp.read().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False
+
+
+def wait_rank0_stopped(proc, binary, deadline):
+    """The pid of `proc`'s rank 0 once it has stopped itself at its
+    TRILLION_FAULT point: `proc` itself when it runs `binary` alone, else the
+    rank of its session (start_new_session) that runs `binary`. None when
+    proc ends first or time.time() passes `deadline` (a hang, not a figure)."""
+    binary = os.path.realpath(binary)
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            alone = os.path.realpath(f"/proc/{proc.pid}/exe") == binary
+        except OSError:
+            alone = False
+        pid = proc.pid if alone else rank_processes(proc.pid, binary).get(0)
+        if pid and stopped(pid):
+            return pid
+        time.sleep(0.02)
+    return None
+
+
+def signal_pending(pid, sig):
+    """Whether `sig` waits for delivery to process pid (as while it is stopped)."""
+    mask = 0
+    try:
+        with open(f"/proc/{pid}/status") as fp:
+            for line in fp:
+                if line.startswith(("SigPnd:", "ShdPnd:")):
+                    mask |= int(line.split()[1], 16)
+    except OSError:
+        return False
+    return bool(mask >> (int(sig) - 1) & 1)
 
 
 def vocab_size(model):

@@ -3,22 +3,31 @@ rank 0 rewrites the file atomically while generating or scoring ("final":
 false, running totals, rank 0's own per-rank entry); at the end it holds the
 complete per-rank figures ("final": true) in the trillion-metrics/1 schema.
 Every read of the file, at any moment, parses (temp file + rename: never torn),
-so a read that does not parse is a failure."""
+so a read that does not parse is a failure.
+
+A running snapshot is seen by construction, not by a fast enough reader:
+rank 0 stops itself half-way through writing its 3rd result
+(TRILLION_FAULT=write:3), after the steps (or requests) before it have
+written their snapshots, and the file is read while it is stopped. Every
+wait has a deadline that only catches a hang (HANG)."""
 import glob
 import json
 import os
+import signal
 import subprocess
 import time
 
-from harness import start, vocab_size, write_jsonl
+from harness import start, vocab_size, wait_rank0_stopped, write_jsonl
 
+HANG = 300  # seconds: a deadline that only a hang reaches, never a figure
 args, f, hf, model, case = start("metrics", mpiexec=True)
 T = args.trillion
 vocab = vocab_size(model)
-# The interval is 1 ms, so a run writes a running snapshot every few steps or
-# requests; the runs are long enough (hundreds of ms) that the reader, polling
-# every millisecond, meets many of them.
+# The interval is 1 ms: a running snapshot is written at the first step (or
+# request) of the run, which comes more than 1 ms after the start, and every
+# few steps after.
 INTERVAL = "0.001"
+FAULT = "write:3"
 N = 400
 reqs = [{"id": f"r{i}", "prompt_token_ids": [(i * 13 + j) % vocab for j in range(4 + i % 5)], "max_tokens": 32}
         for i in range(N)]
@@ -34,33 +43,57 @@ RANK_KEYS = ["rank", "host", "role", "busy_seconds", "wait_seconds", "bytes_sent
              "weights_resident_bytes", "weights_huge_page_bytes"]
 
 
+def read_metrics(metrics, snapshots, unreadable):
+    """One read of the metrics file (once written it is only ever replaced, never missing)."""
+    if not os.path.exists(metrics):
+        return None
+    try:
+        with open(metrics) as fp:
+            m = json.load(fp)
+    except (ValueError, OSError) as e:
+        unreadable.append(repr(e))
+        return None
+    snapshots.append(m)
+    return m
+
+
 def watch(cmd, metrics):
-    """Runs cmd, reading `metrics` over and over meanwhile.
-    -> (process, stderr, every snapshot read in order, the reads that failed)."""
-    print("+", " ".join(cmd), flush=True)
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """Runs cmd with rank 0 stopping at FAULT, reading `metrics` over and over
+    meanwhile, and once while rank 0 is stopped (then lets it go on).
+    -> (process, stderr, every snapshot read in order, the reads that failed,
+    the snapshot read while rank 0 was stopped or None)."""
+    print(f"+ TRILLION_FAULT={FAULT}", " ".join(cmd), flush=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         env=dict(os.environ, TRILLION_FAULT=FAULT))
     snapshots, unreadable = [], []
-    while p.poll() is None:
-        if os.path.exists(metrics):  # once written it is only ever replaced, never missing
-            try:
-                with open(metrics) as fp:
-                    snapshots.append(json.load(fp))
-            except (ValueError, OSError) as e:
-                unreadable.append(repr(e))
+    rank0 = wait_rank0_stopped(p, T, time.time() + HANG)
+    paused = read_metrics(metrics, snapshots, unreadable) if rank0 else None
+    if rank0:
+        os.kill(rank0, signal.SIGCONT)
+    deadline = time.time() + HANG
+    while p.poll() is None and time.time() < deadline:
+        read_metrics(metrics, snapshots, unreadable)
         time.sleep(0.001)
-    _, err = p.communicate()
-    return p, err, snapshots, unreadable
+    try:
+        _, err = p.communicate(timeout=max(1.0, deadline - time.time()))
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        _, err = p.communicate()
+        err += f"\n(hung: killed after {HANG} s)"
+    return p, err, snapshots, unreadable, paused
 
 
 def check_run(tag, cmd, metrics, command, ranks, n_requests, keys):
     """Runs cmd under watch(); checks every snapshot and the final file. -> the final metrics."""
-    p, err, snapshots, unreadable = watch(cmd, metrics)
+    p, err, snapshots, unreadable, paused = watch(cmd, metrics)
     f.check(p.returncode == 0, f"{tag}: {command} succeeded: {err[-2000:]}")
     f.check(not unreadable, f"{tag}: every read of the metrics file parsed ({len(unreadable)} did not: "
                             f"{unreadable[:3]})")
     running = [m for m in snapshots if m.get("final") is False]
     print(f"{tag}: {len(snapshots)} reads, {len(running)} running snapshots", flush=True)
-    f.check(len(running) > 0, f"{tag}: running snapshots (\"final\": false) were seen mid-run")
+    f.check(paused is not None and paused.get("final") is False,
+            f"{tag}: mid-run (rank 0 stopped at {FAULT}) the file holds a running snapshot (\"final\": false): "
+            f"{paused}")
     first_final = next((i for i, m in enumerate(snapshots) if m.get("final") is not False), len(snapshots))
     f.check(all(m.get("final") is True for m in snapshots[first_final:]),
             f"{tag}: after the final write nothing else (\"final\" is true or false, and stays true)")

@@ -93,7 +93,7 @@ cmd = [str(c) for c in [*mpi, "-n", 2, T, "generate", "--model", model4, "--prom
 print("+", " ".join(cmd), "(rank 1 to be killed)", flush=True)
 proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 victim_pid = None
-deadline = time.time() + 120
+deadline = time.time() + 300  # only a hang takes this long
 while time.time() < deadline and proc.poll() is None:
     # Mid-run: both ranks up and the first results written.
     ranks = rank_processes(proc.pid, os.path.realpath(T))
@@ -109,7 +109,7 @@ if victim_pid:
     except ProcessLookupError:
         f.check(False, "the long job ended before a rank could be killed")
     try:
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=300)  # only a hang takes this long
         # mpirun itself must end by itself, reporting the rank's death (exit
         # 128 + 9 is its way of passing the signal on), not die of one.
         f.check(proc.returncode > 0, f"killed rank: mpiexec exit code {proc.returncode}")

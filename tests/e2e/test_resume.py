@@ -9,7 +9,7 @@ import signal
 import subprocess
 import time
 
-from harness import parse_lines, run, start, vocab_size, write_jsonl
+from harness import parse_lines, run, start, vocab_size, wait_rank0_stopped, write_jsonl
 
 args, f, hf, model, case = start("resume")
 T = args.trillion
@@ -45,23 +45,22 @@ base = check_complete(base_out, "uninterrupted run")
 f.check(re.search(r"\d+/300 requests, [\d.]+ tokens/s", p.stderr) is not None,
         f"progress lines on stderr: {p.stderr[-500:]!r}")
 
-# The crash: kill -9 once some results are on disk.
+# The crash: kill -9 half-way through writing the 40th result, where the
+# run stops itself (TRILLION_FAULT=write:40): mid-way by construction, not
+# by timing (the deadline only catches a hang).
 out = os.path.join(case, "crash.jsonl")
 full = [str(c) for c in [*cmd, "--output", out]]
-print("+", " ".join(full), "(to be killed)", flush=True)
-proc = subprocess.Popen(full, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-deadline = time.time() + 120
-while time.time() < deadline and proc.poll() is None:
-    if os.path.exists(out) and sum(1 for _ in open(out)) >= 40:
-        break
-    time.sleep(0.01)
-killed = proc.poll() is None
-if killed:
+print("+ TRILLION_FAULT=write:40", " ".join(full), "(to be killed)", flush=True)
+proc = subprocess.Popen(full, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                        env=dict(os.environ, TRILLION_FAULT="write:40"))
+killed = wait_rank0_stopped(proc, T, time.time() + 300) is not None
+if proc.poll() is None:
     os.kill(proc.pid, signal.SIGKILL)
 proc.wait()
-lines_at_kill = len(parse_lines(out))
-f.check(killed and lines_at_kill < N, f"the run was killed mid-way ({lines_at_kill} lines written)")
-# A kill during a write leaves a torn line: make one for certain.
+lines_at_kill = parse_lines(out)
+f.check(killed and len(lines_at_kill) == 40 and None not in lines_at_kill[:39] and lines_at_kill[39] is None,
+        f"the run was killed mid-way, writing its 40th line ({len(lines_at_kill)} lines written)")
+# The kill left a torn line; another fragment after it is still one torn line.
 with open(out, "a") as fp:
     fp.write('{"id": "r1", "token_ids": [1, 2')
 p = run([*cmd, "--output", out])

@@ -3,13 +3,21 @@ only reads its #SBATCH lines): with the Slurm variables set, mpirun as the
 launcher and a stand-in `scontrol` that records its arguments, SIGUSR1 to the
 batch shell (what --signal=B:USR1@T sends) stops the ranks cleanly after the
 steps in flight and requeues the job; the requeued run (the same script,
-again) resumes and finishes, every request exactly once."""
+again) resumes and finishes, every request exactly once.
+
+The signal comes mid-run by construction, not by timing: rank 0 stops itself
+half-way through writing its 5th result (TRILLION_FAULT=write:5), the
+signal is sent, and rank 0 goes on once the signal waits for it. Every wait
+has a deadline that only catches a hang (HANG)."""
 import os
 import signal
 import subprocess
 import time
 
-from harness import ROOT, parse_lines as read_jsonl, start, write_jsonl
+from harness import (ROOT, parse_lines as read_jsonl, signal_pending, start, wait_rank0_stopped,
+                     write_jsonl)
+
+HANG = 300  # seconds: a deadline that only a hang reaches, never a figure
 
 args, f, hf, model, case = start("slurm-script", mpiexec=True)
 N = 600
@@ -29,15 +37,27 @@ env = dict(os.environ, PATH=f"{bindir}:{mpibin}:{os.environ['PATH']}", SLURM_JOB
            MPIRUN_MAP="--oversubscribe", EXTRA="--threads 1 --max-batch 4")
 script = os.path.join(ROOT, "jobs", "slurm", "generate.sbatch")
 
-# First run: SIGUSR1 once results begin to appear.
-print("+ bash", script, flush=True)
-p = subprocess.Popen(["bash", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-t0 = time.time()
-while time.time() - t0 < 120 and p.poll() is None and len(read_jsonl(output)) < 5:
-    time.sleep(0.05)
-f.check(p.poll() is None, "the first run is still going when results appear")
+# First run: SIGUSR1 while rank 0 is stopped at its 5th result.
+print("+ TRILLION_FAULT=write:5 bash", script, flush=True)
+p = subprocess.Popen(["bash", script], env=dict(env, TRILLION_FAULT="write:5"), stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True, start_new_session=True)
+rank0 = wait_rank0_stopped(p, args.trillion, time.time() + HANG)
+f.check(rank0 is not None, "the first run is still going when rank 0 writes its 5th result")
 p.send_signal(signal.SIGUSR1)
-_, err = p.communicate(timeout=120)
+if rank0 is not None:
+    # The batch shell passes SIGUSR1 to mpirun, mpirun to the ranks: once it
+    # waits for rank 0, rank 0 may go on (it stops after the steps in flight).
+    deadline = time.time() + HANG
+    while time.time() < deadline and p.poll() is None and not signal_pending(rank0, signal.SIGUSR1):
+        time.sleep(0.02)
+    f.check(signal_pending(rank0, signal.SIGUSR1), "SIGUSR1 reached rank 0 through the batch shell and mpirun")
+    os.kill(rank0, signal.SIGCONT)
+try:
+    _, err = p.communicate(timeout=HANG)
+except subprocess.TimeoutExpired:
+    os.killpg(p.pid, signal.SIGKILL)
+    _, err = p.communicate()
+    f.check(False, f"the first run hung after SIGUSR1 ({HANG} s)")
 first = read_jsonl(output)
 f.check(p.returncode == 0, f"stopped and requeued: exit 0 ({p.returncode}): {err[-1500:]}")
 f.check("requeueing job 42" in err, f"the script says it requeues: {err[-800:]}")
@@ -47,7 +67,7 @@ f.check(0 < len(first) < N and all(r is not None for r in first), f"a clean part
 # The requeued job: the same script, no signal: it resumes and finishes.
 os.remove(calls)
 q = subprocess.run(["bash", script], env=dict(env, SLURM_RESTART_COUNT="1"), capture_output=True, text=True,
-                   timeout=300)
+                   timeout=2 * HANG)
 res = read_jsonl(output)
 ids = [r["id"] for r in res if r]
 f.check(q.returncode == 0 and "done" in q.stderr, f"the requeued run finishes: {q.stderr[-1500:]}")
@@ -58,6 +78,6 @@ f.check(ids[:len(first)] == [r["id"] for r in first], "the first run's results w
 
 # Missing settings are named before anything runs.
 bad = subprocess.run(["bash", script], env={k: v for k, v in env.items() if k != "MODEL"}, capture_output=True,
-                     text=True, timeout=30)
+                     text=True, timeout=HANG)
 f.check(bad.returncode != 0 and "set MODEL" in bad.stderr, f"MODEL missing: named ({bad.stderr.strip()})")
 f.finish()
