@@ -11,6 +11,7 @@ endfunction()
 # executable registered with CTest; with MPI_RANKS it runs under mpiexec.
 function(trillion_test name)
   cmake_parse_arguments(ARG "" "MPI_RANKS;TIMEOUT" "SOURCES;DEPS;LABELS;ARGS" ${ARGN})
+  trillion_private_tmpdirs()
   add_executable(${name} ${ARG_SOURCES})
   target_compile_definitions(${name} PRIVATE BOOST_TEST_DYN_LINK)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} Boost::unit_test_framework
@@ -31,4 +32,33 @@ function(trillion_test name)
   else()
     set_tests_properties(${name} PROPERTIES TIMEOUT 300)
   endif()
+endfunction()
+
+# trillion_private_tmpdirs(): every test of the calling folder runs with a
+# TMPDIR of its own, <build>/tmp/<test name> (made at configure time), set at
+# the end of the folder (after every test and property in it). Open MPI keeps
+# its session directory under TMPDIR (4.1: ompi.<host>.<uid>, 5.0's PRRTE:
+# prte.<host>.<uid>, each job a directory inside, the shared parent removed
+# by whichever job leaves it empty); MPI tests run side by side shared
+# /tmp's, and one job's clean-up removed it while another was making its
+# own ("A call to mkdir was unable to create the desired directory" from
+# orte_session_dir). With a TMPDIR per test nothing is shared: not between
+# tests, not with another build's tests, not with other users of /tmp.
+# trillion_test calls it; a folder that registers tests with add_test alone
+# calls it itself (tests/CMakeLists.txt fails the configuration otherwise).
+function(trillion_private_tmpdirs)
+  get_property(done DIRECTORY PROPERTY TRILLION_PRIVATE_TMPDIRS)
+  if(NOT done)
+    set_property(DIRECTORY PROPERTY TRILLION_PRIVATE_TMPDIRS ON)
+    cmake_language(DEFER CALL _trillion_set_private_tmpdirs)
+  endif()
+endfunction()
+
+function(_trillion_set_private_tmpdirs)
+  get_property(tests DIRECTORY PROPERTY TESTS)
+  foreach(t IN LISTS tests)
+    set(dir ${CMAKE_BINARY_DIR}/tmp/${t})
+    file(MAKE_DIRECTORY ${dir})
+    set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "TMPDIR=${dir}")
+  endforeach()
 endfunction()
