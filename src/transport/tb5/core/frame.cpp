@@ -26,28 +26,19 @@ uint64_t get64(const uint8_t* p) {
   return v;
 }
 
-// XXH32 over the frame with the checksum field zeroed (libxxhash, already a
-// dependency of the project: fast, and a better detector than a simple sum).
-uint32_t frame_checksum(const uint8_t* frame, size_t len) {
-  uint8_t head[frame_header_size];
-  std::memcpy(head, frame, frame_header_size);
-  put32(head + off_checksum, 0);
-  XXH32_state_t* st = XXH32_createState();
-  XXH32_reset(st, frame_magic);
-  XXH32_update(st, head, frame_header_size);
-  XXH32_update(st, frame + frame_header_size, len - frame_header_size);
-  uint32_t h = XXH32_digest(st);
-  XXH32_freeState(st);
-  return h;
+uint32_t header_checksum(const uint8_t* head, uint64_t phash) {
+  return uint32_t(XXH3_64bits_withSeed(head, off_checksum, phash ^ frame_magic));
 }
 
 }  // namespace
 
-size_t encode_frame(const FrameHeader& h, std::span<const uint8_t> payload, uint8_t* out) {
+uint64_t payload_hash(std::span<const uint8_t> payload) { return XXH3_64bits(payload.data(), payload.size()); }
+
+void encode_header(const FrameHeader& h, uint16_t payload_len, uint64_t phash, uint8_t* out) {
   put32(out + 0, frame_magic);
   out[4] = uint8_t(h.type);
   out[5] = h.tag;
-  put16(out + 6, uint16_t(payload.size()));
+  put16(out + 6, payload_len);
   put32(out + 8, h.src);
   put32(out + 12, h.seq);
   put32(out + 16, h.ack);
@@ -56,17 +47,24 @@ size_t encode_frame(const FrameHeader& h, std::span<const uint8_t> payload, uint
   put32(out + 32, h.msg_len);
   put32(out + 36, h.frag);
   put32(out + 40, h.nfrags);
+  put32(out + off_checksum, header_checksum(out, phash));
+}
+
+size_t encode_frame(const FrameHeader& h, std::span<const uint8_t> payload, uint8_t* out) {
   if (!payload.empty()) std::memcpy(out + frame_header_size, payload.data(), payload.size());
-  const size_t len = frame_header_size + payload.size();
-  put32(out + off_checksum, frame_checksum(out, len));
-  return len;
+  encode_header(h, uint16_t(payload.size()), payload_hash(payload), out);
+  return frame_header_size + payload.size();
+}
+
+void refresh_header_ack(uint8_t* head, uint64_t phash, uint32_t ack, uint64_t sack, uint32_t window) {
+  put32(head + 16, ack);
+  put32(head + 20, window);
+  put64(head + 24, sack);
+  put32(head + off_checksum, header_checksum(head, phash));
 }
 
 void refresh_frame_ack(uint8_t* frame, size_t len, uint32_t ack, uint64_t sack, uint32_t window) {
-  put32(frame + 16, ack);
-  put32(frame + 20, window);
-  put64(frame + 24, sack);
-  put32(frame + off_checksum, frame_checksum(frame, len));
+  refresh_header_ack(frame, payload_hash({frame + frame_header_size, len - frame_header_size}), ack, sack, window);
 }
 
 std::optional<DecodedFrame> decode_frame(std::span<const uint8_t> b) {
@@ -80,7 +78,8 @@ std::optional<DecodedFrame> decode_frame(std::span<const uint8_t> b) {
   h.tag = p[5];
   h.payload_len = get16(p + 6);
   if (frame_header_size + h.payload_len != b.size()) return std::nullopt;
-  if (get32(p + off_checksum) != frame_checksum(p, b.size())) return std::nullopt;
+  d.payload = b.subspan(frame_header_size);
+  if (get32(p + off_checksum) != header_checksum(p, payload_hash(d.payload))) return std::nullopt;
   h.src = get32(p + 8);
   h.seq = get32(p + 12);
   h.ack = get32(p + 16);
@@ -89,7 +88,6 @@ std::optional<DecodedFrame> decode_frame(std::span<const uint8_t> b) {
   h.msg_len = get32(p + 32);
   h.frag = get32(p + 36);
   h.nfrags = get32(p + 40);
-  d.payload = b.subspan(frame_header_size);
   return d;
 }
 

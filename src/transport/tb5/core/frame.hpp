@@ -36,12 +36,26 @@ struct FrameHeader {
 constexpr uint32_t frame_magic = 0x46354254;  // "TB5F"
 constexpr size_t frame_header_size = 48;
 
+// The checksum: XXH3-64 of the payload seeds XXH3-64 of the header's first
+// 44 bytes (everything before the checksum field); its low 32 bits are
+// stored. One-shot calls, no hash state; the payload's hash is computed once
+// per frame and kept by the sender, so a frame whose acknowledgement fields
+// change at each transmission rehashes 44 bytes, not the payload.
+uint64_t payload_hash(std::span<const uint8_t> payload);
+
+// Writes the 48-byte header for a payload of payload_len bytes whose hash is
+// phash (payload_hash), checksum included.
+void encode_header(const FrameHeader& h, uint16_t payload_len, uint64_t phash, uint8_t* out);
+
 // Writes header + payload into out (>= frame_header_size + payload.size()),
 // returns the frame's length.
 size_t encode_frame(const FrameHeader& h, std::span<const uint8_t> payload, uint8_t* out);
 
-// Rewrites the ack/sack/window fields and the checksum of an encoded frame
-// (a retransmission carries the current acknowledgement, not the old one).
+// Rewrites the ack/sack/window fields and the checksum of an encoded header
+// (a retransmission carries the current acknowledgement, not the old one);
+// phash is the hash of the frame's payload.
+void refresh_header_ack(uint8_t* head, uint64_t phash, uint32_t ack, uint64_t sack, uint32_t window);
+// The same on a whole frame (header followed by its payload).
 void refresh_frame_ack(uint8_t* frame, size_t len, uint32_t ack, uint64_t sack, uint32_t window);
 
 struct DecodedFrame {
@@ -52,7 +66,14 @@ struct DecodedFrame {
 // or checksum).
 std::optional<DecodedFrame> decode_frame(std::span<const uint8_t> bytes);
 
-// Modular sequence comparison (sequence numbers wrap at 2^32).
+// Modular sequence comparison (sequence numbers wrap at 2^32 on the wire).
 inline bool seq_before(uint32_t a, uint32_t b) { return int32_t(a - b) < 0; }
+
+// The 64-bit count a 32-bit wire number stands for, taken as the one nearest
+// `near` (a count this end keeps, e.g. the next frame it expects). The engine
+// counts frames in 64 bits so that nothing it derives from a sequence number
+// (a receive slot, seq mod window) jumps at 2^32; at ~4 TB per 2^32 frames
+// of 1 KiB, a 64-bit count never wraps.
+inline uint64_t seq_lift(uint32_t wire, uint64_t near) { return near + uint64_t(int64_t(int32_t(wire - uint32_t(near)))); }
 
 }  // namespace trillion::tb5
