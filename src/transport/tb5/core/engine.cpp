@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "transport/tb5/core/frame.hpp"
+#include "transport/tb5/core/ring.hpp"
 
 namespace trillion::tb5 {
 namespace {
@@ -21,6 +22,22 @@ double steady_seconds() {
 // caller, large enough to drain a full window from every peer of a node.
 constexpr size_t poll_batch = 256;
 
+// A byte buffer that keeps its capacity and is never zero-filled (a
+// std::vector's resize() would write every byte before the copy does).
+struct Buffer {
+  std::unique_ptr<uint8_t[]> bytes;
+  size_t cap = 0, len = 0;
+  void reset(size_t need) {
+    if (need > cap) bytes.reset(new uint8_t[cap = std::max(need, 2 * cap)]);
+    len = 0;
+  }
+  void append(std::span<const uint8_t> s) {
+    if (!s.empty()) std::memcpy(bytes.get() + len, s.data(), s.size());
+    len += s.size();
+  }
+  std::span<const uint8_t> view(size_t off, size_t n) const { return {bytes.get() + off, n}; }
+};
+
 }  // namespace
 
 struct Engine::Peer {
@@ -29,30 +46,45 @@ struct Engine::Peer {
   double last_heard = 0;
   uint64_t frames_heard = 0;                // for peer_report
   std::atomic<uint64_t> heartbeats_sent{0};  // by the heartbeat thread
-  // Sending: frames base .. base+out.size()-1; the first `transmitted` of
-  // them have gone out at least once.
+
+  // Sending. Frames base .. base+out.size()-1 (64-bit counts); the first
+  // `transmitted` have gone out at least once. A message's bytes stay in
+  // `msgs` until its last frame is acknowledged.
   struct OutFrame {
-    std::vector<uint8_t> bytes;
+    uint8_t head[frame_header_size_];
+    uint64_t phash = 0;     // the payload's hash (frame.hpp): computed once
+    uint32_t off = 0, len = 0;  // the payload within the message at msgs.front() + msg_index
+    bool last_of_msg = false, sacked = false, resent = false;
     double sent_at = 0, rto = 0;
-    bool sacked = false, resent = false, fast = false;
+    uint64_t xmit = 0;      // Engine::xmit_count_ at the last transmission
   };
+  uint64_t base = 0, next_seq = 0, limit = 0;
+  Ring<OutFrame> out;
+  Ring<Buffer> msgs;  // out[i]'s message: msgs[number of last_of_msg frames before i]
+  size_t transmitted = 0;
   // Round-trip estimate (RFC 6298, from frames sent once: Karn's rule): the
   // first timeout of a new frame is max(cfg.rto, srtt + 4 rttvar), so a
   // loaded host that answers in milliseconds is not flooded with copies.
   double srtt = 0, rttvar = 0;
-  uint32_t base = 0, next_seq = 0, limit = 0;
-  std::deque<OutFrame> out;
-  size_t transmitted = 0;
-  // Receiving: the next expected sequence number, early frames by slot.
+  // RACK: the latest transmission known delivered; the tail probe's clock.
+  uint64_t rack_xmit = 0;
+  double last_tx = 0, last_progress = 0;
+  bool probe_out = false;
+
+  // Receiving: the next frame expected (64-bit count), early frames by slot
+  // (count mod window: distinct for the window's frames, whatever the wrap).
   struct Early {
+    bool full = false;
+    uint64_t seq = 0;
     FrameHeader h;
-    std::vector<uint8_t> payload;
+    Buffer payload;
   };
-  uint32_t expected = 0;
-  std::vector<std::optional<Early>> early;
+  uint64_t expected = 0;
+  std::vector<Early> early;
   bool ack_due = false;
   // Reassembly of the message being received.
-  std::vector<uint8_t> msg;
+  Buffer msg;
+  bool msg_open = false;
   uint8_t msg_tag = 0;
   uint32_t msg_len = 0, msg_next_frag = 0, msg_nfrags = 0;
 };
@@ -73,8 +105,9 @@ Engine::~Engine() = default;
 void Engine::add_peer(uint32_t peer) {
   if (peer >= peers_.size() || peer == self_) throw std::invalid_argument("tb5: peer rank outside the job");
   Peer& p = *peers_[peer];
+  p.base = p.next_seq = p.expected = cfg_.initial_seq;
   p.limit = p.base + cfg_.window;
-  p.early.assign(cfg_.window, std::nullopt);
+  p.early.resize(cfg_.window);
   p.last_heard = clock_();
   p.active = true;
 }
@@ -86,32 +119,29 @@ void Engine::send(uint32_t peer, uint8_t tag, std::span<const std::span<const ui
   size_t total = 0;
   for (auto& s : pieces) total += s.size();
   if (total > UINT32_MAX) throw std::invalid_argument("tb5: message longer than 4 GiB");
-  const size_t per = max_payload();
+  Buffer& m = p.msgs.push_back();
+  m.reset(total);
+  for (auto& s : pieces) m.append(s);
+  const size_t per = max_payload(peer);
   const uint32_t nfrags = uint32_t(std::max<size_t>(1, (total + per - 1) / per));
-  // Walk the pieces, cutting frames at `per` bytes.
-  size_t piece = 0, in_piece = 0;
-  std::vector<uint8_t> payload;
+  FrameHeader h;
+  h.type = FrameType::data;
+  h.tag = tag;
+  h.src = self_;
+  h.msg_len = uint32_t(total);
+  h.nfrags = nfrags;
   for (uint32_t f = 0; f < nfrags; ++f) {
-    const size_t n = std::min(per, total - size_t(f) * per);
-    payload.resize(n);
-    for (size_t done = 0; done < n;) {
-      while (in_piece == pieces[piece].size()) ++piece, in_piece = 0;
-      const size_t k = std::min(n - done, pieces[piece].size() - in_piece);
-      std::memcpy(payload.data() + done, pieces[piece].data() + in_piece, k);
-      done += k, in_piece += k;
-    }
-    FrameHeader h;
-    h.type = FrameType::data;
-    h.tag = tag;
-    h.src = self_;
-    h.seq = p.next_seq++;
-    h.msg_len = uint32_t(total);
+    Peer::OutFrame& of = p.out.push_back();
+    of.off = uint32_t(size_t(f) * per);
+    of.len = uint32_t(std::min(per, total - of.off));
+    of.last_of_msg = f + 1 == nfrags;
+    of.sacked = of.resent = false;
+    of.sent_at = of.rto = 0;
+    of.xmit = 0;
+    of.phash = payload_hash(m.view(of.off, of.len));
+    h.seq = uint32_t(p.next_seq++);
     h.frag = f;
-    h.nfrags = nfrags;
-    Peer::OutFrame of;
-    of.bytes.resize(frame_header_size_ + n);
-    encode_frame(h, payload, of.bytes.data());
-    p.out.push_back(std::move(of));
+    encode_header(h, uint16_t(of.len), of.phash, of.head);
   }
   ++stats_.messages_sent;
   pump(peer, p, clock_());
@@ -120,35 +150,72 @@ void Engine::send(uint32_t peer, uint8_t tag, std::span<const std::span<const ui
 uint64_t Engine::sack_bits(const Peer& p) const {
   uint64_t bits = 0;
   const uint32_t n = std::min<uint32_t>(64, cfg_.window - 1);
-  for (uint32_t i = 0; i < n; ++i)
-    if (p.early[(p.expected + 1 + i) % cfg_.window]) bits |= uint64_t(1) << i;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t seq = p.expected + 1 + i;
+    const Peer::Early& e = p.early[seq % cfg_.window];
+    if (e.full && e.seq == seq) bits |= uint64_t(1) << i;
+  }
   return bits;
 }
 
 void Engine::pump(uint32_t peer, Peer& p, double now) {
   const uint64_t sack = sack_bits(p);
-  auto transmit = [&](Peer::OutFrame& f) {
-    refresh_frame_ack(f.bytes.data(), f.bytes.size(), p.expected, sack, cfg_.window);
-    link_.send(peer, f.bytes);
-    f.sent_at = now;
+  // Frames point into their message's buffer: walk the messages alongside.
+  size_t msg = 0;
+  auto transmit = [&](size_t i) {
+    Peer::OutFrame& f = p.out[i];
+    refresh_header_ack(f.head, f.phash, uint32_t(p.expected), sack, cfg_.window);
+    link_.send_parts(peer, {f.head, frame_header_size_}, p.msgs[msg].view(f.off, f.len));
+    f.sent_at = p.last_tx = now;
+    f.xmit = ++xmit_count_;
     ++stats_.frames_sent;
     p.ack_due = false;  // the acknowledgement rode on this frame
   };
-  // Retransmit what timed out (and was not selectively acknowledged).
+  // Retransmit what RACK declares lost (a frame transmitted later has
+  // arrived and a quarter round trip more has passed) or what timed out.
+  const double lost_after = p.srtt + p.srtt / 4;
   for (size_t i = 0; i < p.transmitted; ++i) {
     Peer::OutFrame& f = p.out[i];
-    if (f.sacked || now - f.sent_at < f.rto) continue;
-    transmit(f);
-    f.rto = std::min(f.rto * 2, cfg_.rto_max);
-    f.resent = true;
-    ++stats_.retransmissions;
+    if (!f.sacked) {
+      const bool lost = p.srtt > 0 && f.xmit < p.rack_xmit && now - f.sent_at >= lost_after;
+      const bool timeout = now - f.sent_at >= f.rto;
+      if (lost || timeout) {
+        transmit(i);
+        if (lost) {
+          ++stats_.fast_retransmits;
+        } else {
+          ++stats_.timeouts;
+          f.rto = std::min(f.rto * 2, cfg_.rto_max);
+        }
+        f.resent = true;
+        ++stats_.retransmissions;
+      }
+    }
+    if (f.last_of_msg) ++msg;
   }
   // New frames, as far as the window and the receiver's credit allow.
-  while (p.transmitted < p.out.size() && p.transmitted < cfg_.window &&
-         seq_before(p.base + uint32_t(p.transmitted), p.limit)) {
-    Peer::OutFrame& f = p.out[p.transmitted++];
+  while (p.transmitted < p.out.size() && p.transmitted < cfg_.window && p.base + p.transmitted < p.limit) {
+    Peer::OutFrame& f = p.out[p.transmitted];
     f.rto = std::min(cfg_.rto_max, std::max(cfg_.rto, p.srtt + 4 * p.rttvar));
-    transmit(f);
+    transmit(p.transmitted++);
+    if (f.last_of_msg) ++msg;
+  }
+  // Tail loss probe: frames are out, nothing has been acknowledged for two
+  // round trips since the last transmission: resend the newest unacknowledged
+  // frame, whose acknowledgement's selective bits tell RACK what else is
+  // missing. Only with an RTT estimate (before one, the timeout rules).
+  if (p.srtt > 0 && p.transmitted > 0 && !p.probe_out && now - std::max(p.last_tx, p.last_progress) >= 2 * p.srtt) {
+    size_t i = p.transmitted;
+    while (i > 0 && p.out[i - 1].sacked) --i;
+    if (i > 0) {
+      msg = 0;
+      for (size_t k = 0; k + 1 < i; ++k) msg += p.out[k].last_of_msg;
+      transmit(i - 1);
+      p.out[i - 1].resent = true;
+      p.probe_out = true;
+      ++stats_.probes;
+      ++stats_.retransmissions;
+    }
   }
 }
 
@@ -156,7 +223,7 @@ void Engine::send_control(uint32_t peer, Peer& p, uint8_t type) {
   FrameHeader h;
   h.type = FrameType(type);
   h.src = self_;
-  h.ack = p.expected;
+  h.ack = uint32_t(p.expected);
   h.sack = sack_bits(p);
   h.window = cfg_.window;
   uint8_t buf[frame_header_size_];
@@ -177,84 +244,110 @@ void Engine::send_heartbeats() {
     }
 }
 
-void Engine::take_ack(Peer& p, uint32_t ack, uint64_t sack, uint32_t window) {
+void Engine::take_ack(Peer& p, uint32_t ack32, uint64_t sack, uint32_t window) {
+  const uint64_t ack = seq_lift(ack32, p.base);
   // Ignore an acknowledgement of frames never sent (a corrupt or stale frame).
-  if (seq_before(p.base + uint32_t(p.transmitted), ack)) return;
+  if (ack > p.base + p.transmitted) return;
   const double now = clock_();
-  while (seq_before(p.base, ack)) {
-    const Peer::OutFrame& f = p.out.front();
-    if (!f.resent) {
-      const double sample = now - f.sent_at;
-      if (p.srtt == 0) {
-        p.srtt = sample, p.rttvar = sample / 2;
-      } else {
-        p.rttvar = 0.75 * p.rttvar + 0.25 * std::abs(p.srtt - sample);
-        p.srtt = 0.875 * p.srtt + 0.125 * sample;
-      }
+  bool progressed = false;
+  auto delivered = [&](const Peer::OutFrame& f) {
+    p.rack_xmit = std::max(p.rack_xmit, f.xmit);
+    progressed = true;
+    if (f.resent) return;
+    const double sample = now - f.sent_at;
+    if (p.srtt == 0) {
+      p.srtt = sample, p.rttvar = sample / 2;
+    } else {
+      p.rttvar = 0.75 * p.rttvar + 0.25 * std::abs(p.srtt - sample);
+      p.srtt = 0.875 * p.srtt + 0.125 * sample;
     }
+  };
+  while (p.base < ack) {
+    const Peer::OutFrame& f = p.out.front();
+    if (!f.sacked) delivered(f);
+    if (f.last_of_msg) p.msgs.pop_front();
     p.out.pop_front();
     ++p.base;
     --p.transmitted;
   }
-  for (uint32_t i = 0; i < 64; ++i) {
+  for (uint32_t i = 0; i < 64 && (sack >> i) != 0; ++i) {
     if (!(sack >> i & 1)) continue;
-    const uint32_t seq = ack + 1 + i;
-    if (seq_before(seq, p.base)) continue;
-    const uint32_t idx = seq - p.base;
-    if (idx < p.transmitted) p.out[idx].sacked = true;
+    const uint64_t seq = ack + 1 + i;
+    if (seq < p.base || seq - p.base >= p.transmitted) continue;
+    Peer::OutFrame& f = p.out[seq - p.base];
+    if (!f.sacked) {
+      f.sacked = true;
+      delivered(f);
+    }
   }
-  // Fast retransmit: frames after `ack` arrived but `ack` itself did not, so
-  // it was most likely lost; resend it now (once) instead of at its timeout.
-  if (sack != 0 && p.transmitted > 0 && p.base == ack && !p.out.front().fast) {
-    p.out.front().fast = true;
-    p.out.front().sent_at = -1e300;
-  }
-  const uint32_t limit = ack + std::min(window, cfg_.window);
-  if (seq_before(p.limit, limit)) p.limit = limit;
+  if (progressed) p.last_progress = now, p.probe_out = false;
+  p.limit = std::max(p.limit, ack + std::min(window, cfg_.window));
 }
 
 void Engine::take_data(Peer& p, uint32_t src, const FrameHeader& h, std::span<const uint8_t> payload) {
   p.ack_due = true;  // even a duplicate: our previous ack may have been lost
-  if (seq_before(h.seq, p.expected)) {
+  const uint64_t seq = seq_lift(h.seq, p.expected);
+  if (seq < p.expected) {
     ++stats_.duplicates_dropped;
     return;
   }
-  const uint32_t ahead = h.seq - p.expected;
-  if (ahead >= cfg_.window) {
+  if (seq - p.expected >= cfg_.window) {
     ++stats_.out_of_window;
     return;
   }
-  auto& slot = p.early[h.seq % cfg_.window];
-  if (slot) {
-    ++stats_.duplicates_dropped;
+  if (seq != p.expected) {  // early: kept until the frames before it arrive
+    Peer::Early& e = p.early[seq % cfg_.window];
+    if (e.full) {
+      ++stats_.duplicates_dropped;
+      return;
+    }
+    ++stats_.reordered;
+    e.full = true;
+    e.seq = seq;
+    e.h = h;
+    e.payload.reset(payload.size());
+    e.payload.append(payload);
     return;
   }
-  if (ahead > 0) ++stats_.reordered;
-  slot = Peer::Early{h, std::vector<uint8_t>(payload.begin(), payload.end())};
-  // Consume the in-order run.
-  while (auto& next = p.early[p.expected % cfg_.window]) {
-    const FrameHeader& fh = next->h;
-    if (fh.frag == 0) {
-      p.msg.clear();
-      p.msg.reserve(fh.msg_len);
-      p.msg_tag = fh.tag;
-      p.msg_len = fh.msg_len;
-      p.msg_nfrags = fh.nfrags;
-      p.msg_next_frag = 0;
-    }
-    if (fh.frag != p.msg_next_frag || fh.nfrags != p.msg_nfrags)
-      throw std::runtime_error("tb5: fragment out of sequence from rank " + std::to_string(src));
-    p.msg.insert(p.msg.end(), next->payload.begin(), next->payload.end());
-    ++p.msg_next_frag;
-    if (p.msg_next_frag == p.msg_nfrags) {
-      if (p.msg.size() != p.msg_len)
-        throw std::runtime_error("tb5: message length mismatch from rank " + std::to_string(src));
-      ready_.push_back({src, p.msg_tag, std::move(p.msg)});
-      p.msg = {};
-    }
-    next.reset();
+  // In order: consumed straight from the link's buffer, then the run of
+  // early frames it completes.
+  ++p.expected;
+  consume(p, src, h, payload);
+  for (;;) {
+    Peer::Early& e = p.early[p.expected % cfg_.window];
+    if (!e.full || e.seq != p.expected) break;
+    e.full = false;
     ++p.expected;
+    consume(p, src, e.h, e.payload.view(0, e.payload.len));
   }
+}
+
+void Engine::consume(Peer& p, uint32_t src, const FrameHeader& h, std::span<const uint8_t> payload) {
+  auto fail = [src](const char* what) { throw std::runtime_error(std::string("tb5: ") + what + " from rank " + std::to_string(src)); };
+  if (h.frag == 0 && h.nfrags == 1) {  // a whole message in one frame: no copy
+    if (p.msg_open) fail("fragment out of sequence");
+    if (payload.size() != h.msg_len) fail("message length mismatch");
+    ++stats_.messages_delivered, ++delivered_now_;
+    deliver_(src, h.tag, payload);  // may call send()
+    return;
+  }
+  if (h.frag == 0) {
+    if (p.msg_open) fail("fragment out of sequence");
+    p.msg.reset(h.msg_len);
+    p.msg_open = true;
+    p.msg_tag = h.tag;
+    p.msg_len = h.msg_len;
+    p.msg_nfrags = h.nfrags;
+    p.msg_next_frag = 0;
+  }
+  if (!p.msg_open || h.frag != p.msg_next_frag || h.nfrags != p.msg_nfrags) fail("fragment out of sequence");
+  if (p.msg.len + payload.size() > p.msg_len) fail("message length mismatch");
+  p.msg.append(payload);
+  if (++p.msg_next_frag < p.msg_nfrags) return;
+  if (p.msg.len != p.msg_len) fail("message length mismatch");
+  p.msg_open = false;
+  ++stats_.messages_delivered, ++delivered_now_;
+  deliver_(src, p.msg_tag, p.msg.view(0, p.msg.len));  // may call send()
 }
 
 void Engine::on_frame(std::span<const uint8_t> bytes) {
@@ -269,7 +362,7 @@ void Engine::on_frame(std::span<const uint8_t> bytes) {
     return;
   }
   Peer& p = *peers_[h.src];
-  p.last_heard = last_frame_any_ = clock_();
+  p.last_heard = last_frame_any_ = now_;
   ++p.frames_heard;
   switch (h.type) {
     case FrameType::bye: p.closed = true; break;
@@ -289,15 +382,12 @@ int Engine::progress() {
     bool& b;
     ~Reset() { b = false; }
   } reset{in_progress_};
+  now_ = clock_();
+  delivered_now_ = 0;
   const size_t got = link_.poll([this](std::span<const uint8_t> f) { on_frame(f); }, poll_batch);
-  std::vector<Ready> ready;
-  ready.swap(ready_);
-  for (auto& m : ready) {
-    ++stats_.messages_delivered;
-    deliver_(m.peer, m.tag, m.bytes);  // may call send()
-  }
-  const double now = clock_();
-  std::vector<std::pair<uint32_t, double>> dead;
+  const double now = got ? clock_() : now_;
+  uint32_t dead_peer = UINT32_MAX;
+  double dead_silence = 0;
   for (uint32_t r = 0; r < peers_.size(); ++r) {
     Peer& p = *peers_[r];
     if (!p.active) continue;
@@ -308,14 +398,15 @@ int Engine::progress() {
       p.ack_due = false;
     }
     // Only judge silence once the link is drained: a backlog of unread
-    // frames is not silence.
-    if (got < poll_batch && !p.closed && !p.dead && now - p.last_heard > cfg_.peer_timeout) {
+    // frames is not silence. One death per call: on_dead ends the job.
+    if (got < poll_batch && !p.closed && !p.dead && now - p.last_heard > cfg_.peer_timeout &&
+        dead_peer == UINT32_MAX) {
       p.dead = true;
-      dead.emplace_back(r, now - p.last_heard);
+      dead_peer = r, dead_silence = now - p.last_heard;
     }
   }
-  for (auto& [r, s] : dead) on_dead_(r, s);
-  return int(got + ready.size());
+  if (dead_peer != UINT32_MAX) on_dead_(dead_peer, dead_silence);
+  return int(got + delivered_now_);
 }
 
 bool Engine::all_acknowledged() const {

@@ -1,16 +1,24 @@
 // The reliability engine: reliable, ordered messages of any length over a
 // Link's unreliable frames.
 //
-// Per peer and direction: sequence numbers; the receiver acknowledges
-// cumulatively plus a 64-frame selective bitmap, on every frame it sends and
-// in an ack frame at the end of a progress call that received data; the
+// Per peer and direction: frames are counted in 64 bits (the low 32 bits
+// travel as the sequence number, so nothing derived from a count jumps when
+// the wire number wraps at 2^32); the receiver acknowledges cumulatively
+// plus a selective bitmap of the 64 frames after, on every frame it sends
+// and in an ack frame at the end of a progress call that received data; the
 // sender keeps at most `window` frames unacknowledged and never more than
 // the receiver's advertised credit (its reorder buffer, and on verbs its
-// posted receives); a frame not acknowledged within its timeout is sent
-// again, the timeout doubling per try up to rto_max; the receiver buffers
-// frames that arrive early (reordering) and drops those it has seen
-// (duplicates); messages longer than a frame are cut into fragments and
-// reassembled in order.
+// posted receives); the receiver buffers frames that arrive early
+// (reordering) and drops those it has seen (duplicates); messages longer
+// than a frame are cut into fragments and reassembled in order.
+//
+// Loss repair, fastest first: a frame is resent as soon as the selective
+// acks show that a frame transmitted after it arrived and a reordering
+// allowance (a quarter round trip) has passed (RACK, RFC 8985); when the
+// acknowledgements stop while frames are out, the newest is resent after two
+// round trips, so a lost tail gets acknowledgements that say what else is
+// missing (a tail loss probe); and a frame not acknowledged within its
+// timeout is sent again, the timeout doubling per try up to rto_max.
 //
 // Liveness: send_heartbeats() (a thread, so a busy rank still looks alive)
 // sends each peer a heartbeat; a peer heard from by no frame for
@@ -18,15 +26,13 @@
 // bye (close()) is never declared dead.
 //
 // Designed after the ideas of Open MPI's btl/usnic (sliding window with
-// piggy-backed acks over unreliable frames); own code, kept free of Open MPI
-// so it is unit-tested alone (tests/transport).
+// piggy-backed acks over unreliable frames) and TCP's RACK/TLP; own code,
+// kept free of Open MPI so it is unit-tested alone (tests/transport).
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -41,12 +47,15 @@ struct EngineConfig {
   double rto_max = 0.2;        // the backoff stops doubling here
   double heartbeat = 0.5;      // seconds between heartbeats (the caller's thread)
   double peer_timeout = 10.0;  // silence after which a peer is dead
+  uint32_t initial_seq = 0;    // first sequence number each way (both ends alike; tests start near 2^32)
 };
 
 struct EngineStats {
   uint64_t messages_sent = 0, messages_delivered = 0;
   uint64_t frames_sent = 0, retransmissions = 0, acks_sent = 0;
   uint64_t duplicates_dropped = 0, out_of_window = 0, bad_frames = 0, reordered = 0;
+  // Of the retransmissions: repaired from selective acks, tail probes, timeouts.
+  uint64_t fast_retransmits = 0, probes = 0, timeouts = 0;
 };
 
 class Engine {
@@ -62,12 +71,15 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   void add_peer(uint32_t peer);
-  // Queues a message made of the concatenated pieces (copied: the caller's
-  // buffers are free on return) and sends what the window allows.
+  // Queues a message made of the concatenated pieces (copied once, into a
+  // buffer kept until every frame is acknowledged: the caller's buffers are
+  // free on return) and sends what the window allows.
   void send(uint32_t peer, uint8_t tag, std::span<const std::span<const uint8_t>> pieces);
   // Receives, delivers, acknowledges, retransmits, checks liveness; returns
   // the number of frames received plus messages delivered. Deliver and
-  // on_dead are called from here (never re-entered: a nested call returns 0).
+  // on_dead are called from here (never re-entered: a nested call returns 0);
+  // Deliver may call send(). A message is delivered straight from the
+  // link's receive buffer when it fits one frame that arrived in order.
   int progress();
   // Thread-safe: one heartbeat to each peer.
   void send_heartbeats();
@@ -81,7 +93,9 @@ class Engine {
   // What this engine knows of `peer`, for the message that declares it dead:
   // whether anything still arrives (from it, from anyone), what is owed.
   std::string peer_report(uint32_t peer) const;
+  // The largest payload of one frame (to any peer / to `peer`).
   size_t max_payload() const { return link_.mtu() - frame_header_size_; }
+  size_t max_payload(uint32_t peer) const { return link_.frame_size(peer) - frame_header_size_; }
   EngineStats stats() const { return stats_; }
   const EngineConfig& config() const { return cfg_; }
 
@@ -90,6 +104,7 @@ class Engine {
   void on_frame(std::span<const uint8_t> bytes);
   void take_ack(Peer& p, uint32_t ack, uint64_t sack, uint32_t window);
   void take_data(Peer& p, uint32_t src, const struct FrameHeader& h, std::span<const uint8_t> payload);
+  void consume(Peer& p, uint32_t src, const struct FrameHeader& h, std::span<const uint8_t> payload);
   void pump(uint32_t peer, Peer& p, double now);
   void send_control(uint32_t peer, Peer& p, uint8_t type);
   uint64_t sack_bits(const Peer& p) const;
@@ -102,14 +117,11 @@ class Engine {
   PeerDead on_dead_;
   Clock clock_;
   std::vector<std::unique_ptr<Peer>> peers_;
-  struct Ready {
-    uint32_t peer;
-    uint8_t tag;
-    std::vector<uint8_t> bytes;
-  };
-  std::vector<Ready> ready_;
   bool in_progress_ = false;
+  double now_ = 0;             // the clock at the start of this progress call
   double last_frame_any_ = 0;  // when any valid frame last arrived
+  uint64_t delivered_now_ = 0;  // messages delivered in this progress call
+  uint64_t xmit_count_ = 0;     // transmissions so far: orders them for RACK
   EngineStats stats_;
 };
 
