@@ -21,6 +21,13 @@ N runs per row.
 Short by design (a few seconds per row; --quick: fewer iterations): the
 machine is shared. The verbs rows measure the backend's code path over the
 simulator's UDP sockets, not Thunderbolt (docs/tb5.md).
+
+--size-table: instead, MPI send/recv one-way µs and GB/s (and RmaChannel GB/s)
+per message size from 4 KiB to 4 MiB for tcp, tb5 udp and tb5 on the
+simulator (bench/tb5_sizes.py), with --loss also 1% and 5% loss; --repeat N
+runs every row N times, rows alternating (the machine is noisy), and prints
+the median; --compare DIR adds the same rows from another build (e.g. main's,
+for before/after).
 """
 import argparse
 import os
@@ -40,7 +47,13 @@ p.add_argument("--max", type=int, default=1 << 19, help="largest message, bytes"
 p.add_argument("--busy-ms", type=int, default=0)
 p.add_argument("--repeat", type=int, default=1, help="runs per row; each figure is the best of them (a shared "
                "machine's load only ever slows a run down)")
+p.add_argument("--size-table", action="store_true", help="bench/tb5_sizes.py: per message size, 4 KiB to 4 MiB")
+p.add_argument("--loss", action="store_true", help="--size-table: also 1%% and 5%% loss")
+p.add_argument("--compare", default="", help="--size-table: the same rows from another build")
 a = p.parse_args()
+if a.size_table:
+    import tb5_sizes
+    sys.exit(tb5_sizes.main(a))
 build = os.path.realpath(a.build)
 bench = os.path.join(build, "bench", "bench_channel")
 plugin = os.path.join(build, "lib", "openmpi")
