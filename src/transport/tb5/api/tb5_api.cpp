@@ -10,6 +10,8 @@
 #include <string>
 #include <thread>
 
+#include <unistd.h>
+
 #include "transport/tb5/core/engine.hpp"
 #include "transport/tb5/core/faulty_link.hpp"
 #include "transport/tb5/udp/udp_link.hpp"
@@ -25,12 +27,36 @@ void set_err(char* err, size_t len, const std::string& msg) {
 
 std::string str(const char* s) { return s ? s : ""; }
 
+std::string host_name() {
+  char h[256] = "";
+  if (gethostname(h, sizeof h - 1) != 0 || !*h) return "unknown host";
+  return h;
+}
+
+// The modex address: magic 'T' '5', a format version, the backend (1 udp,
+// 2 verbs), the host name (length, bytes), then the backend's own address.
+// The host name is how a rank knows a peer shares its host (Open MPI's
+// notion too: a node is a host name), and names both ends in errors.
+constexpr uint8_t envelope_version = 2;
+
+// Frames a udp socket's receive buffer holds per peer: the window, so that
+// every peer's window fits at once. On Linux a datagram below 16 KiB takes
+// about twice its size of the buffer, a larger one its size and ~1 KiB
+// (measured on loopback).
+uint32_t udp_window(size_t rcvbuf, size_t frame, uint32_t nranks) {
+  const size_t truesize = frame < 16384 ? 2 * frame : frame + 1024;
+  const size_t per_peer = rcvbuf / truesize / std::max<uint32_t>(1, nranks - 1);
+  return uint32_t(std::clamp<size_t>(per_peer, 4, 64));
+}
+
 }  // namespace
 
 struct tb5_handle {
   std::unique_ptr<Link> link;
   FaultyLink* faulty = nullptr;  // inside link, when faults are injected
-  std::string backend, description;
+  std::string backend, description, host;
+  uint32_t self = 0;
+  bool local_peers = false;
   std::unique_ptr<Engine> engine;
   std::thread heartbeat;
   std::mutex mu;
@@ -45,18 +71,32 @@ extern "C" tb5_handle* tb5_open(const tb5_options* o, uint32_t self, uint32_t nr
     const std::string backend = str(o->backend);
     if (backend != "udp" && backend != "verbs" && backend != "auto")
       throw std::runtime_error("btl_tb5_backend must be udp, verbs or auto, not '" + backend + "'");
+    h->host = host_name();
+    h->self = self;
+    h->local_peers = o->local_peers != 0;
+    uint32_t window = o->window ? o->window : 64;
     if (backend != "udp") {
       try {
-        h->link = open_verbs_link(str(o->verbs_library), str(o->verbs_device), o->mtu ? o->mtu : 1024, self, nranks);
+        VerbsOptions vo;
+        vo.library = str(o->verbs_library);
+        vo.devices = str(o->verbs_device);
+        vo.gid_index = str(o->verbs_gid_index);
+        if (o->mtu) vo.frame = o->mtu;
+        h->link = open_verbs_link(vo, self, nranks);
         h->backend = "verbs";
+        // The window must fit the posted receives (acks take some too).
+        window = std::min<uint32_t>(window, verbs_window);
       } catch (const std::exception& e) {
         if (backend == "verbs") throw;
       }
     }
     if (!h->link) {
-      // 8 KiB datagrams: fewer system calls per byte; IP fragments them on a
-      // 1500-byte link, and any lost fragment is one lost frame.
-      h->link = std::make_unique<UdpLink>(choose_ipv4(str(o->if_include)), o->mtu ? o->mtu : 8192, nranks);
+      // Datagrams as large as IPv4 allows (one system call and one kernel
+      // copy per 64 KB each way); on a 1500-byte link IP fragments them, and
+      // any lost fragment is one lost frame.
+      auto udp = std::make_unique<UdpLink>(ipv4_interfaces(str(o->if_include)), o->mtu ? o->mtu : 65000, nranks);
+      if (!o->window) window = udp_window(udp->receive_buffer(), udp->mtu(), nranks);
+      h->link = std::move(udp);
       h->backend = "udp";
     }
     FaultConfig fc{o->loss, o->duplicate, o->reorder, o->seed ? o->seed + self : 1 + self};
@@ -66,10 +106,7 @@ extern "C" tb5_handle* tb5_open(const tb5_options* o, uint32_t self, uint32_t nr
       h->link = std::move(f);
     }
     h->description = h->link->describe();
-    // Verbs: the window must fit the posted receives (acks take some too).
-    const uint32_t asked = o->window ? o->window : 64;
-    const uint32_t window = h->backend == "verbs" ? std::min<uint32_t>(asked, verbs_window) : asked;
-    EngineConfig ec{window, o->rto, o->rto_max, o->heartbeat, o->peer_timeout};
+    EngineConfig ec{window, o->rto, o->rto_max, o->heartbeat, o->peer_timeout, o->initial_seq};
     tb5_handle* raw = h.get();
     h->engine = std::make_unique<Engine>(
         *h->link, self, nranks, ec,
@@ -93,20 +130,43 @@ extern "C" tb5_handle* tb5_open(const tb5_options* o, uint32_t self, uint32_t nr
 
 extern "C" size_t tb5_address(tb5_handle* h, void* buf, size_t cap) {
   const auto a = h->link->address();
-  if (a.size() > cap) return 0;
-  std::memcpy(buf, a.data(), a.size());
-  return a.size();
+  const size_t host = std::min<size_t>(h->host.size(), 255), n = 5 + host + a.size();
+  if (n > cap) return 0;
+  auto* b = static_cast<uint8_t*>(buf);
+  b[0] = 'T', b[1] = '5', b[2] = envelope_version, b[3] = h->backend == "verbs" ? 2 : 1, b[4] = uint8_t(host);
+  std::memcpy(b + 5, h->host.data(), host);
+  std::memcpy(b + 5 + host, a.data(), a.size());
+  return n;
 }
 
 extern "C" int tb5_connect(tb5_handle* h, uint32_t peer, const void* addr, size_t len, char* err, size_t errlen) {
-  try {
-    h->link->connect(peer, {static_cast<const uint8_t*>(addr), len});
-    h->engine->add_peer(peer);
-    return 0;
-  } catch (const std::exception& e) {
-    set_err(err, errlen, e.what());
+  const auto* b = static_cast<const uint8_t*>(addr);
+  const std::string who = "rank " + std::to_string(peer);
+  if (len < 5 || b[0] != 'T' || b[1] != '5' || b[2] != envelope_version || len < 5 + size_t(b[4])) {
+    set_err(err, errlen, who + "'s tb5 address is not one this build reads (a different tb5 on that host?)");
     return -1;
   }
+  const std::string host(reinterpret_cast<const char*>(b + 5), b[4]), theirs = b[3] == 2 ? "verbs" : "udp";
+  const std::string here = "rank " + std::to_string(h->self) + " (" + h->host + ")", there = who + " (" + host + ")";
+  if (theirs != h->backend) {
+    set_err(err, errlen, here + " uses tb5's " + h->backend + " backend, " + there + " its " + theirs +
+                             ": give every rank the same btl_tb5_backend (a host without RDMA falls back to udp)");
+    return -1;
+  }
+  // Ranks of one host never go through a device: a Thunderbolt cable joins
+  // two hosts, and btl/self and sm are faster between ranks of one host.
+  if (host == h->host && !h->local_peers) return 1;
+  try {
+    h->link->connect(peer, {b + 5 + b[4], len - 5 - b[4]});
+    h->engine->add_peer(peer);
+    return 0;
+  } catch (const NoPath& e) {
+    set_err(err, errlen, here + " cannot reach " + there + ": " + e.what() + "; is the cable between " + h->host +
+                             " and " + host + " plugged in, with an IPv4 address in one subnet at each end? (README, tb5)");
+  } catch (const std::exception& e) {
+    set_err(err, errlen, here + " cannot connect to " + there + ": " + e.what());
+  }
+  return -1;
 }
 
 extern "C" int tb5_send(tb5_handle* h, uint32_t peer, uint8_t tag, const tb5_piece* pieces, size_t n, char* err,

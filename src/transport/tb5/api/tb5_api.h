@@ -13,14 +13,20 @@ extern "C" {
 
 struct tb5_options {
   const char* backend;       /* "udp", "verbs" or "auto" (verbs if a device opens, else udp) */
-  const char* if_include;    /* udp: interface name or IPv4 address ("" = first non-loopback) */
+  const char* if_include;    /* udp: interface names, IPv4 addresses or subnets, comma-separated ("" = every
+                                non-loopback interface) */
   const char* verbs_library; /* "" = librdma.dylib (macOS) / libibverbs.so.1 (Linux) */
-  const char* verbs_device;  /* "" = the first device */
-  unsigned mtu;              /* frame size in bytes (0: 8192 udp, 1024 verbs; verbs: at most the port's) */
-  unsigned window;           /* frames in flight per peer, 1..64 (0: 64; verbs: at most 24) */
+  const char* verbs_device;  /* device names, comma-separated ("" = every device with an active port) */
+  unsigned mtu;              /* largest frame in bytes (0: 65000 udp, 4096 verbs; verbs: at most the device's) */
+  unsigned window;           /* frames in flight per peer, 1..64 (0: 64; udp: what the receive buffer holds;
+                                verbs: at most 24) */
   double rto, rto_max, heartbeat, peer_timeout; /* seconds */
   double loss, duplicate, reorder;              /* injected, probabilities per frame */
   unsigned long long seed;
+  /* Added with one device per peer (zero-initialised fields keep the defaults). */
+  const char* verbs_gid_index; /* NULL or "" = each device's IPv4-mapped GID; else that index on every device */
+  unsigned local_peers;        /* testing: reach ranks on this host through tb5 too (else btl/self's and sm's) */
+  unsigned initial_seq;        /* testing: first sequence number (every rank alike) */
 };
 
 struct tb5_piece {
@@ -42,8 +48,13 @@ typedef void (*tb5_dead_fn)(void* ctx, uint32_t peer, double silent_seconds, con
 /* NULL on failure with the reason in err (e.g. "no RDMA device"). */
 tb5_handle* tb5_open(const struct tb5_options* o, uint32_t self, uint32_t nranks, tb5_deliver_fn deliver,
                      tb5_dead_fn dead, void* ctx, char* err, size_t errlen);
-/* Bytes of this process's address (for the modex); 0 if cap is too small. */
+/* Bytes of this process's address (for the modex: its host, and every
+ * device or interface with its IPv4 subnet); 0 if cap is too small. */
 size_t tb5_address(tb5_handle* h, void* buf, size_t cap);
+/* 0: connected through the device (verbs) or interface (udp) on the cable
+ * to the peer; 1: the peer is on this host and is left to btl/self and sm
+ * (unless local_peers); -1 with err set: no device reaches it (naming both
+ * hosts), or its address is malformed or of another backend. */
 int tb5_connect(tb5_handle* h, uint32_t peer, const void* addr, size_t len, char* err, size_t errlen);
 /* 0, or -1 with err set (a fatal protocol error). */
 int tb5_send(tb5_handle* h, uint32_t peer, uint8_t tag, const struct tb5_piece* pieces, size_t n, char* err,

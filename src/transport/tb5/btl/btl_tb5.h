@@ -43,6 +43,8 @@ typedef struct {
   unsigned mtu, window, rto_us, rto_max_ms, heartbeat_ms, peer_timeout_ms;
   double inject_loss, inject_duplicate, inject_reorder;
   unsigned inject_seed;
+  char* verbs_gid_index;
+  unsigned local_peers, initial_seq; /* testing */
   /* state */
   tb5_handle* handle;
   uint32_t nranks;

@@ -57,16 +57,17 @@ static int component_register(void) {
   if (!mca_btl_tb5_version_ok()) return OPAL_ERR_NOT_AVAILABLE;
   mca_base_var_group_component_register(&c->super.btl_version, "RDMA over Thunderbolt 5 (verbs UC) or UDP, with its own reliability");
   reg_string("backend", "udp, verbs, or auto (verbs if an RDMA device opens, else udp)", "auto", &c->backend);
-  reg_string("if_include", "udp: interface name, IPv4 address or subnet (a.b.c.d/n) to bind (empty: first non-loopback)", "",
+  reg_string("if_include", "udp: interface names, IPv4 addresses or subnets (a.b.c.d/n), comma-separated (empty: every non-loopback interface)", "",
              &c->if_include);
   reg_string("verbs_library", "verbs library to dlopen (empty: librdma.dylib on macOS, libibverbs.so.1 on Linux)",
              "", &c->verbs_library);
-  reg_string("verbs_device", "RDMA device name, e.g. rdma_en3 (empty: the first)", "", &c->verbs_device);
+  reg_string("verbs_device", "RDMA device names, comma-separated, e.g. rdma_en2,rdma_en3 (empty: every device with an active port)", "", &c->verbs_device);
+  reg_string("verbs_gid_index", "GID index on every device (empty: each device's IPv4-mapped entry)", "", &c->verbs_gid_index);
   reg_string("backend_in_use", "read-only: the backend this process uses (set at init)", "none",
              &c->backend_in_use);
-  reg_unsigned("mtu", "frame size in bytes, header included (0: 8192 for udp, 1024 for verbs, at most the port MTU)",
+  reg_unsigned("mtu", "largest frame in bytes, header included (0: 65000 for udp, 4096 for verbs, at most what a device takes)",
                0, &c->mtu);
-  reg_unsigned("window", "frames in flight per peer, 1..64 (0: 64; verbs: at most 24)", 0, &c->window);
+  reg_unsigned("window", "frames in flight per peer, 1..64 (0: udp what the receive buffer holds, verbs 24)", 0, &c->window);
   reg_unsigned("rto_us", "first retransmission timeout, microseconds (doubles per try)", 2000, &c->rto_us);
   reg_unsigned("rto_max_ms", "retransmission timeout ceiling, milliseconds", 200, &c->rto_max_ms);
   reg_unsigned("heartbeat_ms", "interval of the heartbeat thread, milliseconds", 500, &c->heartbeat_ms);
@@ -76,6 +77,9 @@ static int component_register(void) {
   reg_double("inject_duplicate", "testing: probability of sending a frame twice", &c->inject_duplicate);
   reg_double("inject_reorder", "testing: probability of delaying a frame behind the next", &c->inject_reorder);
   reg_unsigned("inject_seed", "testing: seed of the fault injection (0: 1)", 0, &c->inject_seed);
+  reg_unsigned("local_peers", "testing: reach ranks on the same host through tb5 too (0: leave them to btl/self and sm)", 0,
+               &c->local_peers);
+  reg_unsigned("initial_seq", "testing: first sequence number of every link (the same on every rank)", 0, &c->initial_seq);
 
   mca_btl_base_module_t* m = &mca_btl_tb5_module;
   m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT;
@@ -130,6 +134,9 @@ static mca_btl_base_module_t** component_init(int* num_btls, bool enable_progres
       .duplicate = c->inject_duplicate,
       .reorder = c->inject_reorder,
       .seed = c->inject_seed,
+      .verbs_gid_index = c->verbs_gid_index,
+      .local_peers = c->local_peers,
+      .initial_seq = c->initial_seq,
   };
   char err[512] = "";
   const uint32_t self = OPAL_PROC_MY_NAME.vpid;

@@ -14,8 +14,8 @@
 mca_btl_base_module_error_cb_fn_t mca_btl_tb5_error_cb = NULL;
 
 /* Connects the engine to rank `rank` of our job from its modex address and
- * makes its endpoint; false if it has no tb5 (disqualified) or cannot be
- * reached. */
+ * makes its endpoint; false if it has no tb5 (disqualified) or shares our
+ * host; a peer no device reaches ends the job, naming both hosts. */
 static bool connect_rank(mca_btl_tb5_component_t* c, uint32_t rank) {
   if (c->endpoints[rank]) return true;
   opal_process_name_t name = OPAL_PROC_MY_NAME;
@@ -28,10 +28,8 @@ static bool connect_rank(mca_btl_tb5_component_t* c, uint32_t rank) {
   char err[512] = "";
   const int ok = tb5_connect(c->handle, rank, addr, size, err, sizeof err);
   free(addr);
-  if (ok != 0) {
-    opal_output(0, "btl tb5: cannot reach rank %u: %s", rank, err);
-    return false;
-  }
+  if (ok < 0) mca_btl_tb5_fatal(err); /* no cable reaches it: the job cannot run as asked */
+  if (ok != 0) return false;           /* on this host: btl/self's and sm's */
   char* host = NULL;
   OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, TB5_KEY_HOSTNAME, &name, &host, TB5_TYPE_STRING);
   mca_btl_base_endpoint_t* ep = calloc(1, sizeof *ep);

@@ -13,7 +13,7 @@ void FaultyLink::release_held() {
   inner_->send(held_peer_, held_frame_);
 }
 
-void FaultyLink::send(uint32_t peer, std::span<const uint8_t> frame) {
+void FaultyLink::send_parts(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body) {
   std::lock_guard lock(mu_);
   ++counts_.sent;
   const double r = uni_(rng_);
@@ -25,13 +25,14 @@ void FaultyLink::send(uint32_t peer, std::span<const uint8_t> frame) {
     ++counts_.reordered;
     held_ = true;
     held_peer_ = peer;
-    held_frame_.assign(frame.begin(), frame.end());
+    held_frame_.assign(head.begin(), head.end());  // kept (the caller's buffers move on); capacity reused
+    held_frame_.insert(held_frame_.end(), body.begin(), body.end());
     return;
   }
-  inner_->send(peer, frame);
+  inner_->send_parts(peer, head, body);
   if (uni_(rng_) < cfg_.duplicate) {
     ++counts_.duplicated;
-    inner_->send(peer, frame);
+    inner_->send_parts(peer, head, body);
   }
   release_held();  // the held frame goes out after this one: overtaken
 }

@@ -27,9 +27,11 @@ class FaultyLink final : public Link {
  public:
   FaultyLink(std::unique_ptr<Link> inner, FaultConfig cfg);
   size_t mtu() const override { return inner_->mtu(); }
+  size_t frame_size(uint32_t peer) const override { return inner_->frame_size(peer); }
   std::vector<uint8_t> address() const override { return inner_->address(); }
   void connect(uint32_t peer, std::span<const uint8_t> a) override { inner_->connect(peer, a); }
-  void send(uint32_t peer, std::span<const uint8_t> frame) override;
+  void send(uint32_t peer, std::span<const uint8_t> frame) override { send_parts(peer, frame, {}); }
+  void send_parts(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body) override;
   size_t poll(const std::function<void(std::span<const uint8_t>)>& on_frame, size_t max) override;
   std::string describe() const override;
   FaultCounts counts() const;

@@ -35,6 +35,7 @@ VerbsApi load_verbs(const std::string& library) {
   resolve(api, api.get_device_name, "ibv_get_device_name");
   resolve(api, api.open_device, "ibv_open_device");
   resolve(api, api.close_device, "ibv_close_device");
+  resolve(api, api.query_device, "ibv_query_device", false);
   resolve(api, api.query_port, "ibv_query_port");
   resolve(api, api.query_gid, "ibv_query_gid");
   resolve(api, api.alloc_pd, "ibv_alloc_pd");
@@ -49,6 +50,7 @@ VerbsApi load_verbs(const std::string& library) {
   resolve(api, api.post_send_fn, "ibv_post_send", false);
   resolve(api, api.post_recv_fn, "ibv_post_recv", false);
   resolve(api, api.poll_cq_fn, "ibv_poll_cq", false);
+  resolve(api, api.device_ipv4, "tb5_verbs_device_ipv4", false);
   return api;
 }
 

@@ -16,6 +16,7 @@ struct VerbsApi {
   const char* (*get_device_name)(ibv_device*) = nullptr;
   ibv_context* (*open_device)(ibv_device*) = nullptr;
   int (*close_device)(ibv_context*) = nullptr;
+  int (*query_device)(ibv_context*, ibv_device_attr*) = nullptr;  // optional: the limits, when exported
   int (*query_port)(ibv_context*, uint8_t, ibv_port_attr*) = nullptr;
   int (*query_gid)(ibv_context*, uint8_t, int, ibv_gid*) = nullptr;
   ibv_pd* (*alloc_pd)(ibv_context*) = nullptr;
@@ -32,6 +33,11 @@ struct VerbsApi {
   int (*post_send_fn)(ibv_qp*, ibv_send_wr*, ibv_send_wr**) = nullptr;
   int (*post_recv_fn)(ibv_qp*, ibv_recv_wr*, ibv_recv_wr**) = nullptr;
   int (*poll_cq_fn)(ibv_cq*, int, ibv_wc*) = nullptr;
+  // Not verbs: a library may say which IPv4 address and prefix a device's
+  // port has (addr in network order; 0 on success). The simulator does, since
+  // its devices on one host are not kernel interfaces; elsewhere the address
+  // comes from the GID table and the prefix from the interface holding it.
+  int (*device_ipv4)(ibv_context*, uint32_t* addr, uint8_t* prefix) = nullptr;
 
   int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) const {
     return post_send_fn ? post_send_fn(qp, wr, bad) : qp->context->ops.post_send(qp, wr, bad);
