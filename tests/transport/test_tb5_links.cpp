@@ -180,18 +180,20 @@ BOOST_AUTO_TEST_CASE(simulator_enforces_apples_limits) {
   at.dest_qp_num = qp->qp_num;
   at.ah_attr.is_global = 1;
   at.ah_attr.grh.dgid = gid;
+  at.ah_attr.grh.sgid_index = 1;  // Apple's IPv4-mapped entry (0 is link-local: RTR times out)
   at.ah_attr.port_num = 1;
   BOOST_REQUIRE_EQUAL(api.modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN), 0);
   at = {};
   at.qp_state = IBV_QPS_RTS;
   BOOST_REQUIRE_EQUAL(api.modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
-  ibv_sge sge{reinterpret_cast<uintptr_t>(buf.data() + 65 * 1024), 1025, mr->lkey};
+  // (SENDs of up to 4 KiB: the path MTU of 1024 is per packet.)
+  ibv_sge sge{reinterpret_cast<uintptr_t>(buf.data() + 65 * 1024), 4097, mr->lkey};
   ibv_send_wr wr{};
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = IBV_WR_SEND;
   ibv_send_wr* bad = nullptr;
-  BOOST_TEST(api.post_send(qp, &wr, &bad) == EINVAL);  // over the MTU
+  BOOST_TEST(api.post_send(qp, &wr, &bad) == EINVAL);  // over the largest SEND
   sge.length = 100;
   wr.opcode = IBV_WR_RDMA_WRITE;
   BOOST_TEST(api.post_send(qp, &wr, &bad) == EOPNOTSUPP);  // SEND/RECV only
