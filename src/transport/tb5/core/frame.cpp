@@ -1,8 +1,8 @@
 #include "transport/tb5/core/frame.hpp"
 
-#include <xxhash.h>
-
 #include <cstring>
+
+#include "transport/tb5/core/checksum.hpp"
 
 namespace trillion::tb5 {
 namespace {
@@ -27,12 +27,16 @@ uint64_t get64(const uint8_t* p) {
 }
 
 uint32_t header_checksum(const uint8_t* head, uint64_t phash) {
-  return uint32_t(XXH3_64bits_withSeed(head, off_checksum, phash ^ frame_magic));
+  return uint32_t(hash64(head, off_checksum, phash ^ frame_magic));
 }
 
 }  // namespace
 
-uint64_t payload_hash(std::span<const uint8_t> payload) { return XXH3_64bits(payload.data(), payload.size()); }
+uint64_t payload_hash(std::span<const uint8_t> payload) { return hash64(payload.data(), payload.size(), 0); }
+
+uint64_t payload_hash(std::span<const uint8_t> a, std::span<const uint8_t> b) {
+  return b.empty() ? payload_hash(a) : a.empty() ? payload_hash(b) : hash64_2(a.data(), a.size(), b.data(), b.size());
+}
 
 void encode_header(const FrameHeader& h, uint16_t payload_len, uint64_t phash, uint8_t* out) {
   put32(out + 0, frame_magic);

@@ -42,6 +42,7 @@ constexpr size_t frame_header_size = 48;
 // per frame and kept by the sender, so a frame whose acknowledgement fields
 // change at each transmission rehashes 44 bytes, not the payload.
 uint64_t payload_hash(std::span<const uint8_t> payload);
+uint64_t payload_hash(std::span<const uint8_t> a, std::span<const uint8_t> b);  // of a then b
 
 // Writes the 48-byte header for a payload of payload_len bytes whose hash is
 // phash (payload_hash), checksum included.
