@@ -92,9 +92,10 @@ extern "C" tb5_handle* tb5_open(const tb5_options* o, uint32_t self, uint32_t nr
     }
     if (!h->link) {
       // Datagrams as large as IPv4 allows (one system call and one kernel
-      // copy per 64 KB each way); on a 1500-byte link IP fragments them, and
-      // any lost fragment is one lost frame.
-      auto udp = std::make_unique<UdpLink>(ipv4_interfaces(str(o->if_include)), o->mtu ? o->mtu : 65000, nranks);
+      // copy per 64 KB each way; the BTL's 65408-byte sends fit one); on a
+      // 1500-byte link IP fragments them, and any lost fragment is one lost
+      // frame.
+      auto udp = std::make_unique<UdpLink>(ipv4_interfaces(str(o->if_include)), o->mtu ? o->mtu : 65507, nranks);
       if (!o->window) window = udp_window(udp->receive_buffer(), udp->mtu(), nranks);
       h->link = std::move(udp);
       h->backend = "udp";
@@ -181,6 +182,23 @@ extern "C" int tb5_send(tb5_handle* h, uint32_t peer, uint8_t tag, const tb5_pie
     set_err(err, errlen, e.what());
     return -1;
   }
+}
+
+extern "C" int tb5_send_borrowed(tb5_handle* h, uint32_t peer, uint8_t tag, const tb5_piece* pieces, size_t n,
+                                 void* cookie, char* err, size_t errlen) {
+  try {
+    std::span<const uint8_t> spans[8];
+    if (n > 8) throw std::invalid_argument("tb5: more than 8 pieces in one message");
+    for (size_t i = 0; i < n; ++i) spans[i] = {static_cast<const uint8_t*>(pieces[i].data), pieces[i].len};
+    return h->engine->send_borrowed(peer, tag, {spans, n}, cookie) ? 0 : 1;
+  } catch (const std::exception& e) {
+    set_err(err, errlen, e.what());
+    return -1;
+  }
+}
+
+extern "C" void tb5_set_sent_callback(tb5_handle* h, tb5_sent_fn sent, void* ctx) {
+  h->engine->set_on_sent([sent, ctx](void* cookie) { sent(ctx, cookie); });
 }
 
 extern "C" int tb5_progress(tb5_handle* h, char* err, size_t errlen) {

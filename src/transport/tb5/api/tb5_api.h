@@ -17,7 +17,7 @@ struct tb5_options {
                                 non-loopback interface) */
   const char* verbs_library; /* "" = librdma.dylib (macOS) / libibverbs.so.1 (Linux) */
   const char* verbs_device;  /* device names, comma-separated ("" = every device with an active port) */
-  unsigned mtu;              /* largest frame in bytes (0: 65000 udp, 4096 verbs; verbs: at most the device's) */
+  unsigned mtu;              /* largest frame in bytes (0: 65507 udp, 4096 verbs; verbs: at most the device's) */
   unsigned window;           /* frames in flight per peer, 1..64 (0: 64; udp: what the receive buffer holds;
                                 verbs: at most 24) */
   double rto, rto_max, heartbeat, peer_timeout; /* seconds */
@@ -59,6 +59,14 @@ int tb5_connect(tb5_handle* h, uint32_t peer, const void* addr, size_t len, char
 /* 0, or -1 with err set (a fatal protocol error). */
 int tb5_send(tb5_handle* h, uint32_t peer, uint8_t tag, const struct tb5_piece* pieces, size_t n, char* err,
              size_t errlen);
+/* The same without copying: the pieces (at most 2) stay untouched until
+ * the sent callback returns `cookie` (from tb5_progress, once every frame is
+ * acknowledged). 0: borrowed; 1: copied instead, the pieces are free now;
+ * -1 with err set. */
+int tb5_send_borrowed(tb5_handle* h, uint32_t peer, uint8_t tag, const struct tb5_piece* pieces, size_t n,
+                      void* cookie, char* err, size_t errlen);
+typedef void (*tb5_sent_fn)(void* ctx, void* cookie);
+void tb5_set_sent_callback(tb5_handle* h, tb5_sent_fn sent, void* ctx);
 /* Events handled (>= 0), or -1 with err set. */
 int tb5_progress(tb5_handle* h, char* err, size_t errlen);
 /* 1 if every message was acknowledged within timeout seconds. */

@@ -38,6 +38,21 @@ struct Buffer {
   std::span<const uint8_t> view(size_t off, size_t n) const { return {bytes.get() + off, n}; }
 };
 
+// A message being sent: its bytes, copied (owned) or borrowed from the
+// caller until acknowledged (piece[0] then piece[1]).
+struct OutMsg {
+  Buffer owned;
+  std::span<const uint8_t> piece[2];
+  void* cookie = nullptr;  // borrowed: handed to on_sent once acknowledged
+  // Bytes off .. off+n as at most two spans.
+  std::pair<std::span<const uint8_t>, std::span<const uint8_t>> view(size_t off, size_t n) const {
+    const size_t first = piece[0].size();
+    if (off >= first) return {piece[1].subspan(off - first, n), {}};
+    if (off + n <= first) return {piece[0].subspan(off, n), {}};
+    return {piece[0].subspan(off), piece[1].first(off + n - first)};
+  }
+};
+
 }  // namespace
 
 struct Engine::Peer {
@@ -60,7 +75,7 @@ struct Engine::Peer {
   };
   uint64_t base = 0, next_seq = 0, limit = 0;
   Ring<OutFrame> out;
-  Ring<Buffer> msgs;  // out[i]'s message: msgs[number of last_of_msg frames before i]
+  Ring<OutMsg> msgs;  // out[i]'s message: msgs[number of last_of_msg frames before i]
   size_t transmitted = 0;
   // Round-trip estimate (RFC 6298, from frames sent once: Karn's rule): the
   // first timeout of a new frame is max(cfg.rto, srtt + 4 rttvar), so a
@@ -72,16 +87,19 @@ struct Engine::Peer {
   bool probe_out = false;
 
   // Receiving: the next frame expected (64-bit count), early frames by slot
-  // (count mod window: distinct for the window's frames, whatever the wrap).
+  // (count mod window: distinct for the window's frames, whatever the wrap:
+  // 2^32 is no multiple of most windows, so a slot from the 32-bit wire
+  // number would collide at the wrap).
   struct Early {
-    bool full = false;
-    uint64_t seq = 0;
     FrameHeader h;
     Buffer payload;
   };
   uint64_t expected = 0;
   std::vector<Early> early;
-  bool ack_due = false;
+  uint64_t early_mask = 0;  // bit i: frame expected + i is held early (the selective acks, kept as they change)
+  bool ack_due = false;     // acknowledge now (at the end of this progress call)
+  uint32_t unacked = 0;      // frames received since an acknowledgement last went out
+  double unacked_since = 0;  // when the first of them arrived
   // Reassembly of the message being received.
   Buffer msg;
   bool msg_open = false;
@@ -118,10 +136,34 @@ void Engine::send(uint32_t peer, uint8_t tag, std::span<const std::span<const ui
   if (p.closed || p.dead) return;  // nobody will take it: the dead-peer path ends the job
   size_t total = 0;
   for (auto& s : pieces) total += s.size();
+  OutMsg& m = p.msgs.push_back();
+  m.owned.reset(total);
+  for (auto& s : pieces) m.owned.append(s);
+  m.piece[0] = m.owned.view(0, total), m.piece[1] = {};
+  m.cookie = nullptr;
+  queue(peer, p, tag, total);
+}
+
+bool Engine::send_borrowed(uint32_t peer, uint8_t tag, std::span<const std::span<const uint8_t>> pieces, void* cookie) {
+  Peer& p = *peers_.at(peer);
+  if (!p.active) throw std::logic_error("tb5: send to a peer never added");
+  if (pieces.size() > 2 || p.closed || p.dead) {
+    send(peer, tag, pieces);
+    return false;
+  }
+  OutMsg& m = p.msgs.push_back();
+  m.piece[0] = pieces.size() > 0 ? pieces[0] : std::span<const uint8_t>{};
+  m.piece[1] = pieces.size() > 1 ? pieces[1] : std::span<const uint8_t>{};
+  m.cookie = cookie;
+  queue(peer, p, tag, m.piece[0].size() + m.piece[1].size());
+  return true;
+}
+
+// Cuts the message just added to p.msgs into frames and sends what the
+// window allows.
+void Engine::queue(uint32_t peer, Peer& p, uint8_t tag, size_t total) {
   if (total > UINT32_MAX) throw std::invalid_argument("tb5: message longer than 4 GiB");
-  Buffer& m = p.msgs.push_back();
-  m.reset(total);
-  for (auto& s : pieces) m.append(s);
+  const OutMsg& m = p.msgs.back();
   const size_t per = max_payload(peer);
   const uint32_t nfrags = uint32_t(std::max<size_t>(1, (total + per - 1) / per));
   FrameHeader h;
@@ -138,7 +180,8 @@ void Engine::send(uint32_t peer, uint8_t tag, std::span<const std::span<const ui
     of.sacked = of.resent = false;
     of.sent_at = of.rto = 0;
     of.xmit = 0;
-    of.phash = payload_hash(m.view(of.off, of.len));
+    const auto [a, b] = m.view(of.off, of.len);
+    of.phash = payload_hash(a, b);
     h.seq = uint32_t(p.next_seq++);
     h.frag = f;
     encode_header(h, uint16_t(of.len), of.phash, of.head);
@@ -147,16 +190,7 @@ void Engine::send(uint32_t peer, uint8_t tag, std::span<const std::span<const ui
   pump(peer, p, clock_());
 }
 
-uint64_t Engine::sack_bits(const Peer& p) const {
-  uint64_t bits = 0;
-  const uint32_t n = std::min<uint32_t>(64, cfg_.window - 1);
-  for (uint32_t i = 0; i < n; ++i) {
-    const uint64_t seq = p.expected + 1 + i;
-    const Peer::Early& e = p.early[seq % cfg_.window];
-    if (e.full && e.seq == seq) bits |= uint64_t(1) << i;
-  }
-  return bits;
-}
+uint64_t Engine::sack_bits(const Peer& p) const { return p.early_mask >> 1; }
 
 void Engine::pump(uint32_t peer, Peer& p, double now) {
   const uint64_t sack = sack_bits(p);
@@ -165,11 +199,13 @@ void Engine::pump(uint32_t peer, Peer& p, double now) {
   auto transmit = [&](size_t i) {
     Peer::OutFrame& f = p.out[i];
     refresh_header_ack(f.head, f.phash, uint32_t(p.expected), sack, cfg_.window);
-    link_.send_parts(peer, {f.head, frame_header_size_}, p.msgs[msg].view(f.off, f.len));
+    const auto [a, b] = p.msgs[msg].view(f.off, f.len);
+    link_.send_parts(peer, {f.head, frame_header_size_}, a, b);
     f.sent_at = p.last_tx = now;
     f.xmit = ++xmit_count_;
     ++stats_.frames_sent;
     p.ack_due = false;  // the acknowledgement rode on this frame
+    p.unacked = 0;
   };
   // Retransmit what RACK declares lost (a frame transmitted later has
   // arrived and a quarter round trip more has passed) or what timed out.
@@ -201,10 +237,12 @@ void Engine::pump(uint32_t peer, Peer& p, double now) {
     if (f.last_of_msg) ++msg;
   }
   // Tail loss probe: frames are out, nothing has been acknowledged for two
-  // round trips since the last transmission: resend the newest unacknowledged
+  // round trips (and the receiver's ack delay) since the last transmission:
+  // resend the newest unacknowledged
   // frame, whose acknowledgement's selective bits tell RACK what else is
   // missing. Only with an RTT estimate (before one, the timeout rules).
-  if (p.srtt > 0 && p.transmitted > 0 && !p.probe_out && now - std::max(p.last_tx, p.last_progress) >= 2 * p.srtt) {
+  if (p.srtt > 0 && p.transmitted > 0 && !p.probe_out &&
+      now - std::max(p.last_tx, p.last_progress) >= 2 * p.srtt + cfg_.ack_delay) {
     size_t i = p.transmitted;
     while (i > 0 && p.out[i - 1].sacked) --i;
     if (i > 0) {
@@ -265,7 +303,10 @@ void Engine::take_ack(Peer& p, uint32_t ack32, uint64_t sack, uint32_t window) {
   while (p.base < ack) {
     const Peer::OutFrame& f = p.out.front();
     if (!f.sacked) delivered(f);
-    if (f.last_of_msg) p.msgs.pop_front();
+    if (f.last_of_msg) {
+      if (p.msgs.front().cookie) sent_.push_back(p.msgs.front().cookie);
+      p.msgs.pop_front();
+    }
     p.out.pop_front();
     ++p.base;
     --p.transmitted;
@@ -285,25 +326,28 @@ void Engine::take_ack(Peer& p, uint32_t ack32, uint64_t sack, uint32_t window) {
 }
 
 void Engine::take_data(Peer& p, uint32_t src, const FrameHeader& h, std::span<const uint8_t> payload) {
-  p.ack_due = true;  // even a duplicate: our previous ack may have been lost
+  if (p.unacked++ == 0) p.unacked_since = now_;
   const uint64_t seq = seq_lift(h.seq, p.expected);
   if (seq < p.expected) {
     ++stats_.duplicates_dropped;
+    p.ack_due = true;  // our previous ack may have been lost
     return;
   }
   if (seq - p.expected >= cfg_.window) {
     ++stats_.out_of_window;
+    p.ack_due = true;
     return;
   }
-  if (seq != p.expected) {  // early: kept until the frames before it arrive
-    Peer::Early& e = p.early[seq % cfg_.window];
-    if (e.full) {
+  if (seq != p.expected) {  // early: kept until the frames before it arrive; the sender learns of the hole now
+    p.ack_due = true;
+    const uint64_t bit = uint64_t(1) << (seq - p.expected);
+    if (p.early_mask & bit) {
       ++stats_.duplicates_dropped;
       return;
     }
     ++stats_.reordered;
-    e.full = true;
-    e.seq = seq;
+    p.early_mask |= bit;
+    Peer::Early& e = p.early[seq % cfg_.window];
     e.h = h;
     e.payload.reset(payload.size());
     e.payload.append(payload);
@@ -312,12 +356,12 @@ void Engine::take_data(Peer& p, uint32_t src, const FrameHeader& h, std::span<co
   // In order: consumed straight from the link's buffer, then the run of
   // early frames it completes.
   ++p.expected;
+  p.early_mask >>= 1;
   consume(p, src, h, payload);
-  for (;;) {
+  while (p.early_mask & 1) {
     Peer::Early& e = p.early[p.expected % cfg_.window];
-    if (!e.full || e.seq != p.expected) break;
-    e.full = false;
     ++p.expected;
+    p.early_mask >>= 1;
     consume(p, src, e.h, e.payload.view(0, e.payload.len));
   }
 }
@@ -365,7 +409,16 @@ void Engine::on_frame(std::span<const uint8_t> bytes) {
   p.last_heard = last_frame_any_ = now_;
   ++p.frames_heard;
   switch (h.type) {
-    case FrameType::bye: p.closed = true; break;
+    case FrameType::bye:
+      // Gone: what it never acknowledged it no longer needs (it finalized);
+      // borrowed buffers go back to their owners.
+      p.closed = true;
+      for (size_t i = 0; i < p.msgs.size(); ++i)
+        if (p.msgs[i].cookie) sent_.push_back(p.msgs[i].cookie);
+      while (!p.msgs.empty()) p.msgs.pop_front();
+      while (!p.out.empty()) p.out.pop_front();
+      p.transmitted = 0;
+      break;
     case FrameType::heartbeat: break;
     case FrameType::ack: take_ack(p, h.ack, h.sack, h.window); break;
     case FrameType::data:
@@ -392,10 +445,12 @@ int Engine::progress() {
     Peer& p = *peers_[r];
     if (!p.active) continue;
     pump(r, p, now);
-    if (p.ack_due) {
+    if (p.unacked && (p.ack_due || p.unacked >= std::max<uint32_t>(1, cfg_.window / 4) ||
+                      now - p.unacked_since >= cfg_.ack_delay)) {
       send_control(r, p, uint8_t(FrameType::ack));
       ++stats_.acks_sent;
       p.ack_due = false;
+      p.unacked = 0;
     }
     // Only judge silence once the link is drained: a backlog of unread
     // frames is not silence. One death per call: on_dead ends the job.
@@ -406,6 +461,15 @@ int Engine::progress() {
     }
   }
   if (dead_peer != UINT32_MAX) on_dead_(dead_peer, dead_silence);
+  // Borrowed messages acknowledged: their owners may reuse or free them (and
+  // send more: on_sent may call send, which adds to nothing read here).
+  if (!on_sent_) sent_.clear();
+  if (!sent_.empty()) {
+    thread_local std::vector<void*> done;
+    done.swap(sent_);
+    for (void* c : done) on_sent_(c);
+    done.clear();
+  }
   return int(got + delivered_now_);
 }
 

@@ -12,6 +12,12 @@
 // (reordering) and drops those it has seen (duplicates); messages longer
 // than a frame are cut into fragments and reassembled in order.
 //
+// Acknowledgements ride on data; a frame of its own (a datagram each way
+// through the kernel: a third of a transfer's cost when sent per frame) goes
+// at the end of a progress call only when something is out of order or
+// duplicated, a quarter of the window waits for one, or the oldest
+// unacknowledged frame arrived ack_delay ago.
+//
 // Loss repair, fastest first: a frame is resent as soon as the selective
 // acks show that a frame transmitted after it arrived and a reordering
 // allowance (a quarter round trip) has passed (RACK, RFC 8985); when the
@@ -48,6 +54,7 @@ struct EngineConfig {
   double heartbeat = 0.5;      // seconds between heartbeats (the caller's thread)
   double peer_timeout = 10.0;  // silence after which a peer is dead
   uint32_t initial_seq = 0;    // first sequence number each way (both ends alike; tests start near 2^32)
+  double ack_delay = 50e-6;    // longest a received frame waits for its acknowledgement (see below)
 };
 
 struct EngineStats {
@@ -63,6 +70,7 @@ class Engine {
   using Clock = std::function<double()>;  // seconds, monotonic
   using Deliver = std::function<void(uint32_t peer, uint8_t tag, std::span<const uint8_t> message)>;
   using PeerDead = std::function<void(uint32_t peer, double silent_seconds)>;
+  using Sent = std::function<void(void* cookie)>;
 
   Engine(Link& link, uint32_t self, uint32_t nranks, EngineConfig cfg, Deliver deliver, PeerDead on_dead,
          Clock clock = {});
@@ -75,6 +83,12 @@ class Engine {
   // buffer kept until every frame is acknowledged: the caller's buffers are
   // free on return) and sends what the window allows.
   void send(uint32_t peer, uint8_t tag, std::span<const std::span<const uint8_t>> pieces);
+  // The same without the copy: frames are sent from the pieces (at most 2),
+  // which the caller keeps unchanged until on_sent(cookie) says every frame
+  // was acknowledged (called from progress()). False if the message was
+  // copied instead (more pieces, or a peer gone): the pieces are free now.
+  bool send_borrowed(uint32_t peer, uint8_t tag, std::span<const std::span<const uint8_t>> pieces, void* cookie);
+  void set_on_sent(Sent on_sent) { on_sent_ = std::move(on_sent); }
   // Receives, delivers, acknowledges, retransmits, checks liveness; returns
   // the number of frames received plus messages delivered. Deliver and
   // on_dead are called from here (never re-entered: a nested call returns 0);
@@ -102,6 +116,7 @@ class Engine {
  private:
   struct Peer;
   void on_frame(std::span<const uint8_t> bytes);
+  void queue(uint32_t peer, Peer& p, uint8_t tag, size_t total);
   void take_ack(Peer& p, uint32_t ack, uint64_t sack, uint32_t window);
   void take_data(Peer& p, uint32_t src, const struct FrameHeader& h, std::span<const uint8_t> payload);
   void consume(Peer& p, uint32_t src, const struct FrameHeader& h, std::span<const uint8_t> payload);
@@ -115,6 +130,8 @@ class Engine {
   EngineConfig cfg_;
   Deliver deliver_;
   PeerDead on_dead_;
+  Sent on_sent_;
+  std::vector<void*> sent_;  // borrowed messages acknowledged in this progress call
   Clock clock_;
   std::vector<std::unique_ptr<Peer>> peers_;
   bool in_progress_ = false;

@@ -13,7 +13,8 @@ void FaultyLink::release_held() {
   inner_->send(held_peer_, held_frame_);
 }
 
-void FaultyLink::send_parts(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body) {
+void FaultyLink::send_parts(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body,
+                            std::span<const uint8_t> body2) {
   std::lock_guard lock(mu_);
   ++counts_.sent;
   const double r = uni_(rng_);
@@ -27,12 +28,13 @@ void FaultyLink::send_parts(uint32_t peer, std::span<const uint8_t> head, std::s
     held_peer_ = peer;
     held_frame_.assign(head.begin(), head.end());  // kept (the caller's buffers move on); capacity reused
     held_frame_.insert(held_frame_.end(), body.begin(), body.end());
+    held_frame_.insert(held_frame_.end(), body2.begin(), body2.end());
     return;
   }
-  inner_->send_parts(peer, head, body);
+  inner_->send_parts(peer, head, body, body2);
   if (uni_(rng_) < cfg_.duplicate) {
     ++counts_.duplicated;
-    inner_->send_parts(peer, head, body);
+    inner_->send_parts(peer, head, body, body2);
   }
   release_held();  // the held frame goes out after this one: overtaken
 }

@@ -30,8 +30,9 @@ class FaultyLink final : public Link {
   size_t frame_size(uint32_t peer) const override { return inner_->frame_size(peer); }
   std::vector<uint8_t> address() const override { return inner_->address(); }
   void connect(uint32_t peer, std::span<const uint8_t> a) override { inner_->connect(peer, a); }
-  void send(uint32_t peer, std::span<const uint8_t> frame) override { send_parts(peer, frame, {}); }
-  void send_parts(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body) override;
+  void send(uint32_t peer, std::span<const uint8_t> frame) override { send_parts(peer, frame, {}, {}); }
+  void send_parts(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body,
+                  std::span<const uint8_t> body2) override;
   size_t poll(const std::function<void(std::span<const uint8_t>)>& on_frame, size_t max) override;
   std::string describe() const override;
   FaultCounts counts() const;

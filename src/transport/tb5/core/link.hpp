@@ -38,14 +38,17 @@ class Link {
   // Sends one frame, best effort (a full queue or a dead path loses it).
   // Thread-safe: the heartbeat thread sends too.
   virtual void send(uint32_t peer, std::span<const uint8_t> frame) = 0;
-  // The same frame given as its header and its payload, so a backend that
-  // can gather (sendmsg, a copy into a registered buffer) takes the payload
-  // from where it lies; by default the two are joined and sent.
-  virtual void send_parts(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body) {
+  // The same frame given as its header and its payload in one or two parts
+  // (a payload may start in one buffer and end in the next), so a backend
+  // that can gather (sendmsg, a copy into a registered buffer) takes the
+  // payload from where it lies; by default the parts are joined and sent.
+  virtual void send_parts(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body,
+                          std::span<const uint8_t> body2) {
     thread_local std::vector<uint8_t> joined;
-    joined.resize(head.size() + body.size());
+    joined.resize(head.size() + body.size() + body2.size());
     std::memcpy(joined.data(), head.data(), head.size());
     if (!body.empty()) std::memcpy(joined.data() + head.size(), body.data(), body.size());
+    if (!body2.empty()) std::memcpy(joined.data() + head.size() + body.size(), body2.data(), body2.size());
     send(peer, joined);
   }
   // Calls on_frame for each frame that has arrived (without blocking), at

@@ -170,16 +170,20 @@ void UdpLink::connect(uint32_t peer, std::span<const uint8_t> address) {
   if (p.frame < 64) throw std::runtime_error("tb5 udp: peer's frames are smaller than 64 bytes");
 }
 
-void UdpLink::send_parts(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body) {
+void UdpLink::send_parts(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body,
+                         std::span<const uint8_t> body2) {
   // Gathered from where header and payload lie: the kernel's copy is the
   // only one. Best effort: a full socket buffer (EAGAIN) or an unreachable
   // peer is a lost frame, which the engine retransmits.
-  iovec iov[2] = {{const_cast<uint8_t*>(head.data()), head.size()}, {const_cast<uint8_t*>(body.data()), body.size()}};
+  iovec iov[3] = {{const_cast<uint8_t*>(head.data()), head.size()}};
+  size_t n = 1;
+  for (auto part : {body, body2})
+    if (!part.empty()) iov[n++] = {const_cast<uint8_t*>(part.data()), part.size()};
   msghdr m{};
   m.msg_name = &peers_[peer].to;
   m.msg_namelen = sizeof(sockaddr_in);
   m.msg_iov = iov;
-  m.msg_iovlen = body.empty() ? 1 : 2;
+  m.msg_iovlen = n;
   (void)::sendmsg(fd_, &m, 0);
 }
 

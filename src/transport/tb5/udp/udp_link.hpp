@@ -34,8 +34,9 @@ class UdpLink final : public Link {
   size_t frame_size(uint32_t peer) const override { return peers_[peer].frame; }
   std::vector<uint8_t> address() const override;
   void connect(uint32_t peer, std::span<const uint8_t> address) override;
-  void send(uint32_t peer, std::span<const uint8_t> frame) override { send_parts(peer, frame, {}); }
-  void send_parts(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body) override;
+  void send(uint32_t peer, std::span<const uint8_t> frame) override { send_parts(peer, frame, {}, {}); }
+  void send_parts(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body,
+                  std::span<const uint8_t> body2) override;
   size_t poll(const std::function<void(std::span<const uint8_t>)>& on_frame, size_t max) override;
   std::string describe() const override;
   // The kernel's receive buffer, bytes (the api sizes the window by it).

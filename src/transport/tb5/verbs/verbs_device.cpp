@@ -255,8 +255,9 @@ void VerbsDevice::reap_sends() {
     }
 }
 
-bool VerbsDevice::send(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body) {
-  const size_t len = head.size() + body.size();
+bool VerbsDevice::send(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body,
+                       std::span<const uint8_t> body2) {
+  const size_t len = head.size() + body.size() + body2.size();
   std::lock_guard lock(mu_);
   Qp& q = qps_[peer];
   if (len > info_.frame || !q.connected || q.broken) return false;
@@ -268,6 +269,7 @@ bool VerbsDevice::send(uint32_t peer, std::span<const uint8_t> head, std::span<c
   uint8_t* buf = slot(peer, s);
   std::memcpy(buf, head.data(), head.size());
   if (!body.empty()) std::memcpy(buf + head.size(), body.data(), body.size());
+  if (!body2.empty()) std::memcpy(buf + head.size() + body.size(), body2.data(), body2.size());
   ibv_sge sge{reinterpret_cast<uintptr_t>(buf), uint32_t(len), mr_->lkey};
   ibv_send_wr wr{};
   wr.wr_id = wr_id(peer, s, q.epoch);

@@ -51,7 +51,7 @@ class VerbsDevice {
   // and posts its receives; frames to it are at most `frame` bytes.
   void connect(uint32_t peer, const ibv_gid& gid, uint16_t lid, uint32_t qpn);
   // Best effort: false if the send queue is full or the queue pair is down.
-  bool send(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body);
+  bool send(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body, std::span<const uint8_t> body2);
   size_t poll(const std::function<void(std::span<const uint8_t>)>& on_frame, size_t max);
   uint64_t resets() const { return resets_; }
 

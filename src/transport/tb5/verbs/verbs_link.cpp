@@ -53,9 +53,10 @@ class VerbsLink final : public Link {
   size_t frame_size(uint32_t peer) const override { return frame_[peer] ? frame_[peer] : mtu_; }
   std::vector<uint8_t> address() const override;
   void connect(uint32_t peer, std::span<const uint8_t> address) override;
-  void send(uint32_t peer, std::span<const uint8_t> frame) override { send_parts(peer, frame, {}); }
-  void send_parts(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body) override {
-    if (peer < route_.size() && route_[peer] >= 0) devs_[size_t(route_[peer])]->send(peer, head, body);
+  void send(uint32_t peer, std::span<const uint8_t> frame) override { send_parts(peer, frame, {}, {}); }
+  void send_parts(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body,
+                  std::span<const uint8_t> body2) override {
+    if (peer < route_.size() && route_[peer] >= 0) devs_[size_t(route_[peer])]->send(peer, head, body, body2);
   }
   size_t poll(const std::function<void(std::span<const uint8_t>)>& on_frame, size_t max) override;
   std::string describe() const override;
