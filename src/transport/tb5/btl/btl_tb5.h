@@ -27,7 +27,7 @@ typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 
 typedef struct {
   mca_btl_base_descriptor_t base;
-  mca_btl_base_segment_t segment;
+  mca_btl_base_segment_t segments[2]; /* [1]: the user's data, sent in place */
   mca_btl_base_endpoint_t* endpoint;
   /* data follows */
 } mca_btl_tb5_frag_t;
@@ -64,6 +64,7 @@ bool mca_btl_tb5_version_ok(void);
 /* The core's upcalls (btl_tb5_module.c). */
 void mca_btl_tb5_deliver(void* ctx, uint32_t peer, uint8_t tag, const void* data, size_t len);
 void mca_btl_tb5_peer_dead(void* ctx, uint32_t peer, double silent_seconds, const char* detail);
+void mca_btl_tb5_sent(void* ctx, void* descriptor);
 void mca_btl_tb5_fatal(const char* what);
 
 END_C_DECLS

@@ -65,7 +65,7 @@ static int component_register(void) {
   reg_string("verbs_gid_index", "GID index on every device (empty: each device's IPv4-mapped entry)", "", &c->verbs_gid_index);
   reg_string("backend_in_use", "read-only: the backend this process uses (set at init)", "none",
              &c->backend_in_use);
-  reg_unsigned("mtu", "largest frame in bytes, header included (0: 65000 for udp, 4096 for verbs, at most what a device takes)",
+  reg_unsigned("mtu", "largest frame in bytes, header included (0: 65507 for udp, 4096 for verbs, at most what a device takes)",
                0, &c->mtu);
   reg_unsigned("window", "frames in flight per peer, 1..64 (0: udp what the receive buffer holds, verbs 24)", 0, &c->window);
   reg_unsigned("rto_us", "first retransmission timeout, microseconds (doubles per try)", 2000, &c->rto_us);
@@ -85,11 +85,13 @@ static int component_register(void) {
   m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT;
   m->btl_eager_limit = 32 * 1024;
   m->btl_rndv_eager_limit = 32 * 1024;
-  m->btl_max_send_size = 64 * 1024;
-  m->btl_rdma_pipeline_send_length = 64 * 1024;
-  m->btl_rdma_pipeline_frag_size = 64 * 1024;
+  /* 128 bytes under 64 KiB: a send and ob1's header fit one udp frame (65507
+   * bytes with tb5's), so the receiver takes it without reassembly. */
+  m->btl_max_send_size = 64 * 1024 - 128;
+  m->btl_rdma_pipeline_send_length = 64 * 1024 - 128;
+  m->btl_rdma_pipeline_frag_size = 64 * 1024 - 128;
   m->btl_min_rdma_pipeline_size = 0;
-  m->btl_flags = MCA_BTL_FLAGS_SEND;
+  m->btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE;
   m->btl_bandwidth = 9000;
   m->btl_latency = 5;
   return mca_btl_base_param_register(&c->super.btl_version, m);
@@ -146,6 +148,7 @@ static mca_btl_base_module_t** component_init(int* num_btls, bool enable_progres
     opal_output(0, "btl tb5 on %s: %s; tb5 disabled", opal_process_info.nodename, err);
     return NULL;
   }
+  tb5_set_sent_callback(c->handle, mca_btl_tb5_sent, NULL);
   c->nranks = nprocs;
   c->endpoints = calloc(nprocs, sizeof(mca_btl_base_endpoint_t*));
   c->connected_all = false;

@@ -12,6 +12,9 @@
 #include "opal/util/output.h"
 
 mca_btl_base_module_error_cb_fn_t mca_btl_tb5_error_cb = NULL;
+/* Set in finalize: the PML above is closed, descriptors acknowledged now
+ * (its control fragments) are only freed, not handed back. */
+static bool finalizing = false;
 
 /* Connects the engine to rank `rank` of our job from its modex address and
  * makes its endpoint; false if it has no tb5 (disqualified) or shares our
@@ -77,6 +80,7 @@ static int module_finalize(struct mca_btl_base_module_t* btl) {
   mca_btl_tb5_component_t* c = &mca_btl_tb5_component;
   if (!c->handle) return OPAL_SUCCESS;
   /* Everything sent must be acknowledged before we say bye and go. */
+  finalizing = true;
   if (!tb5_flush(c->handle, c->peer_timeout_ms * 1e-3))
     opal_output(0, "btl tb5: rank %u: some messages were not acknowledged before finalize", OPAL_PROC_MY_NAME.vpid);
   tb5_handle* h = c->handle;
@@ -104,10 +108,10 @@ static mca_btl_base_descriptor_t* module_alloc(struct mca_btl_base_module_t* btl
   mca_btl_tb5_frag_t* f = malloc(sizeof(mca_btl_tb5_frag_t) + size);
   if (!f) return NULL;
   OBJ_CONSTRUCT(&f->base, mca_btl_base_descriptor_t);
-  f->segment.seg_addr.pval = (void*)(f + 1);
-  f->segment.seg_len = size;
+  f->segments[0].seg_addr.pval = (void*)(f + 1);
+  f->segments[0].seg_len = size;
   f->endpoint = endpoint;
-  f->base.des_segments = &f->segment;
+  f->base.des_segments = f->segments;
   f->base.des_segment_count = 1;
   f->base.des_flags = flags;
   f->base.order = MCA_BTL_NO_ORDER;
@@ -121,24 +125,35 @@ static int module_free(struct mca_btl_base_module_t* btl, mca_btl_base_descripto
   return OPAL_SUCCESS;
 }
 
-/* Always packs: the core copies every message anyway (it must keep it for
- * retransmission), so one copy here costs nothing extra. */
+/* Contiguous data is sent in place, from the user's buffer (as btl/tcp
+ * does): the descriptor holds ob1's header and points at the data, and the
+ * core sends frames straight from both, holding them until acknowledged
+ * (module_send); only data the convertor must gather is packed. */
 static mca_btl_base_descriptor_t* module_prepare_src(struct mca_btl_base_module_t* btl,
                                                   struct mca_btl_base_endpoint_t* endpoint,
                                                   struct opal_convertor_t* convertor, uint8_t order, size_t reserve,
                                                   size_t* size, uint32_t flags) {
   size_t max_data = *size;
   if (reserve + max_data > btl->btl_max_send_size) max_data = btl->btl_max_send_size - reserve;
-  mca_btl_base_descriptor_t* des = module_alloc(btl, endpoint, order, reserve + max_data, flags);
+  const bool in_place = !opal_convertor_need_buffers(convertor);
+  mca_btl_base_descriptor_t* des = module_alloc(btl, endpoint, order, in_place ? reserve : reserve + max_data, flags);
   if (!des) return NULL;
-  struct iovec iov = {.iov_base = (char*)des->des_segments[0].seg_addr.pval + reserve, .iov_len = max_data};
+  struct iovec iov = {.iov_base = in_place ? NULL : (char*)des->des_segments[0].seg_addr.pval + reserve,
+                      .iov_len = max_data};
   uint32_t iov_count = 1;
   if (opal_convertor_pack(convertor, &iov, &iov_count, &max_data) < 0) {
     module_free(btl, des);
     return NULL;
   }
   *size = max_data;
-  des->des_segments[0].seg_len = reserve + max_data;
+  if (in_place) {
+    mca_btl_tb5_frag_t* f = (mca_btl_tb5_frag_t*)des;
+    f->segments[1].seg_addr.pval = iov.iov_base;
+    f->segments[1].seg_len = max_data;
+    des->des_segment_count = 2;
+  } else {
+    des->des_segments[0].seg_len = reserve + max_data;
+  }
   return des;
 }
 
@@ -160,8 +175,15 @@ static int module_send(struct mca_btl_base_module_t* btl, struct mca_btl_base_en
     p[i].data = des->des_segments[i].seg_addr.pval;
     p[i].len = des->des_segments[i].seg_len;
   }
-  const int rc = send_pieces(endpoint, tag, p, n);
-  if (rc != OPAL_SUCCESS) return rc;
+  /* The descriptor is ours until its callback: the core sends from it
+   * without a copy and hands it back once acknowledged (mca_btl_tb5_sent). */
+  char err[512] = "";
+  const int rc = tb5_send_borrowed(mca_btl_tb5_component.handle, endpoint->rank, tag, p, n, des, err, sizeof err);
+  if (rc < 0) {
+    mca_btl_tb5_fatal(err);
+    return OPAL_ERROR;
+  }
+  if (rc == 0) return OPAL_SUCCESS;
   /* Copied into the core: complete now, as btl/self does. */
   const int owned = des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
   if (des->des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) des->des_cbfunc(btl, endpoint, des, OPAL_SUCCESS);
@@ -234,6 +256,14 @@ void mca_btl_tb5_deliver(void* ctx, uint32_t peer, uint8_t tag, const void* data
   des.des_segment_count = 1;
   reg->cbfunc(&mca_btl_tb5_module, tag, &des, reg->cbdata);
 #endif
+}
+
+void mca_btl_tb5_sent(void* ctx, void* descriptor) {
+  mca_btl_base_descriptor_t* des = descriptor;
+  mca_btl_tb5_frag_t* f = descriptor;
+  const int owned = des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
+  if (des->des_cbfunc && !finalizing) des->des_cbfunc(&mca_btl_tb5_module, f->endpoint, des, OPAL_SUCCESS);
+  if (owned) module_free(&mca_btl_tb5_module, des);
 }
 
 void mca_btl_tb5_peer_dead(void* ctx, uint32_t peer, double silent_seconds, const char* detail) {
