@@ -147,7 +147,9 @@ void Engine::send(uint32_t peer, uint8_t tag, std::span<const std::span<const ui
 bool Engine::send_borrowed(uint32_t peer, uint8_t tag, std::span<const std::span<const uint8_t>> pieces, void* cookie) {
   Peer& p = *peers_.at(peer);
   if (!p.active) throw std::logic_error("tb5: send to a peer never added");
-  if (pieces.size() > 2 || p.closed || p.dead) {
+  size_t total = 0;
+  for (auto& s : pieces) total += s.size();
+  if (pieces.size() > 2 || p.closed || p.dead || total < cfg_.borrow_min) {
     send(peer, tag, pieces);
     return false;
   }

@@ -55,6 +55,7 @@ struct EngineConfig {
   double peer_timeout = 10.0;  // silence after which a peer is dead
   uint32_t initial_seq = 0;    // first sequence number each way (both ends alike; tests start near 2^32)
   double ack_delay = 50e-6;    // longest a received frame waits for its acknowledgement (see below)
+  size_t borrow_min = 16384;   // send_borrowed copies messages shorter than this
 };
 
 struct EngineStats {
@@ -86,7 +87,9 @@ class Engine {
   // The same without the copy: frames are sent from the pieces (at most 2),
   // which the caller keeps unchanged until on_sent(cookie) says every frame
   // was acknowledged (called from progress()). False if the message was
-  // copied instead (more pieces, or a peer gone): the pieces are free now.
+  // copied instead (more pieces, a peer gone, or under borrow_min bytes:
+  // copying those costs less than making the caller wait for the
+  // acknowledgement): the pieces are free now.
   bool send_borrowed(uint32_t peer, uint8_t tag, std::span<const std::span<const uint8_t>> pieces, void* cookie);
   void set_on_sent(Sent on_sent) { on_sent_ = std::move(on_sent); }
   // Receives, delivers, acknowledges, retransmits, checks liveness; returns
