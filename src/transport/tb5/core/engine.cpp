@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "transport/tb5/core/frame.hpp"
-#include "transport/tb5/core/ring.hpp"
+#include "transport/tb5/core/engine_peer.hpp"
 
 namespace trillion::tb5 {
 namespace {
@@ -22,90 +22,7 @@ double steady_seconds() {
 // caller, large enough to drain a full window from every peer of a node.
 constexpr size_t poll_batch = 256;
 
-// A byte buffer that keeps its capacity and is never zero-filled (a
-// std::vector's resize() would write every byte before the copy does).
-struct Buffer {
-  std::unique_ptr<uint8_t[]> bytes;
-  size_t cap = 0, len = 0;
-  void reset(size_t need) {
-    if (need > cap) bytes.reset(new uint8_t[cap = std::max(need, 2 * cap)]);
-    len = 0;
-  }
-  void append(std::span<const uint8_t> s) {
-    if (!s.empty()) std::memcpy(bytes.get() + len, s.data(), s.size());
-    len += s.size();
-  }
-  std::span<const uint8_t> view(size_t off, size_t n) const { return {bytes.get() + off, n}; }
-};
-
-// A message being sent: its bytes, copied (owned) or borrowed from the
-// caller until acknowledged (piece[0] then piece[1]).
-struct OutMsg {
-  Buffer owned;
-  std::span<const uint8_t> piece[2];
-  void* cookie = nullptr;  // borrowed: handed to on_sent once acknowledged
-  // Bytes off .. off+n as at most two spans.
-  std::pair<std::span<const uint8_t>, std::span<const uint8_t>> view(size_t off, size_t n) const {
-    const size_t first = piece[0].size();
-    if (off >= first) return {piece[1].subspan(off - first, n), {}};
-    if (off + n <= first) return {piece[0].subspan(off, n), {}};
-    return {piece[0].subspan(off), piece[1].first(off + n - first)};
-  }
-};
-
 }  // namespace
-
-struct Engine::Peer {
-  std::atomic<bool> active{false}, closed{false};
-  bool dead = false;
-  double last_heard = 0;
-  uint64_t frames_heard = 0;                // for peer_report
-  std::atomic<uint64_t> heartbeats_sent{0};  // by the heartbeat thread
-
-  // Sending. Frames base .. base+out.size()-1 (64-bit counts); the first
-  // `transmitted` have gone out at least once. A message's bytes stay in
-  // `msgs` until its last frame is acknowledged.
-  struct OutFrame {
-    uint8_t head[frame_header_size_];
-    uint64_t phash = 0;     // the payload's hash (frame.hpp): computed once
-    uint32_t off = 0, len = 0;  // the payload within the message at msgs.front() + msg_index
-    bool last_of_msg = false, sacked = false, resent = false;
-    double sent_at = 0, rto = 0;
-    uint64_t xmit = 0;      // Engine::xmit_count_ at the last transmission
-  };
-  uint64_t base = 0, next_seq = 0, limit = 0;
-  Ring<OutFrame> out;
-  Ring<OutMsg> msgs;  // out[i]'s message: msgs[number of last_of_msg frames before i]
-  size_t transmitted = 0;
-  // Round-trip estimate (RFC 6298, from frames sent once: Karn's rule): the
-  // first timeout of a new frame is max(cfg.rto, srtt + 4 rttvar), so a
-  // loaded host that answers in milliseconds is not flooded with copies.
-  double srtt = 0, rttvar = 0;
-  // RACK: the latest transmission known delivered; the tail probe's clock.
-  uint64_t rack_xmit = 0;
-  double last_tx = 0, last_progress = 0;
-  bool probe_out = false;
-
-  // Receiving: the next frame expected (64-bit count), early frames by slot
-  // (count mod window: distinct for the window's frames, whatever the wrap:
-  // 2^32 is no multiple of most windows, so a slot from the 32-bit wire
-  // number would collide at the wrap).
-  struct Early {
-    FrameHeader h;
-    Buffer payload;
-  };
-  uint64_t expected = 0;
-  std::vector<Early> early;
-  uint64_t early_mask = 0;  // bit i: frame expected + i is held early (the selective acks, kept as they change)
-  bool ack_due = false;     // acknowledge now (at the end of this progress call)
-  uint32_t unacked = 0;      // frames received since an acknowledgement last went out
-  double unacked_since = 0;  // when the first of them arrived
-  // Reassembly of the message being received.
-  Buffer msg;
-  bool msg_open = false;
-  uint8_t msg_tag = 0;
-  uint32_t msg_len = 0, msg_next_frag = 0, msg_nfrags = 0;
-};
 
 Engine::Engine(Link& link, uint32_t self, uint32_t nranks, EngineConfig cfg, Deliver deliver, PeerDead on_dead,
                Clock clock)
@@ -136,7 +53,7 @@ void Engine::send(uint32_t peer, uint8_t tag, std::span<const std::span<const ui
   if (p.closed || p.dead) return;  // nobody will take it: the dead-peer path ends the job
   size_t total = 0;
   for (auto& s : pieces) total += s.size();
-  OutMsg& m = p.msgs.push_back();
+  Peer::OutMsg& m = p.msgs.push_back();
   m.owned.reset(total);
   for (auto& s : pieces) m.owned.append(s);
   m.piece[0] = m.owned.view(0, total), m.piece[1] = {};
@@ -153,7 +70,7 @@ bool Engine::send_borrowed(uint32_t peer, uint8_t tag, std::span<const std::span
     send(peer, tag, pieces);
     return false;
   }
-  OutMsg& m = p.msgs.push_back();
+  Peer::OutMsg& m = p.msgs.push_back();
   m.piece[0] = pieces.size() > 0 ? pieces[0] : std::span<const uint8_t>{};
   m.piece[1] = pieces.size() > 1 ? pieces[1] : std::span<const uint8_t>{};
   m.cookie = cookie;
@@ -165,7 +82,7 @@ bool Engine::send_borrowed(uint32_t peer, uint8_t tag, std::span<const std::span
 // window allows.
 void Engine::queue(uint32_t peer, Peer& p, uint8_t tag, size_t total) {
   if (total > UINT32_MAX) throw std::invalid_argument("tb5: message longer than 4 GiB");
-  const OutMsg& m = p.msgs.back();
+  const Peer::OutMsg& m = p.msgs.back();
   const size_t per = max_payload(peer);
   const uint32_t nfrags = uint32_t(std::max<size_t>(1, (total + per - 1) / per));
   FrameHeader h;
@@ -325,75 +242,6 @@ void Engine::take_ack(Peer& p, uint32_t ack32, uint64_t sack, uint32_t window) {
   }
   if (progressed) p.last_progress = now, p.probe_out = false;
   p.limit = std::max(p.limit, ack + std::min(window, cfg_.window));
-}
-
-void Engine::take_data(Peer& p, uint32_t src, const FrameHeader& h, std::span<const uint8_t> payload) {
-  if (p.unacked++ == 0) p.unacked_since = now_;
-  const uint64_t seq = seq_lift(h.seq, p.expected);
-  if (seq < p.expected) {
-    ++stats_.duplicates_dropped;
-    p.ack_due = true;  // our previous ack may have been lost
-    return;
-  }
-  if (seq - p.expected >= cfg_.window) {
-    ++stats_.out_of_window;
-    p.ack_due = true;
-    return;
-  }
-  if (seq != p.expected) {  // early: kept until the frames before it arrive; the sender learns of the hole now
-    p.ack_due = true;
-    const uint64_t bit = uint64_t(1) << (seq - p.expected);
-    if (p.early_mask & bit) {
-      ++stats_.duplicates_dropped;
-      return;
-    }
-    ++stats_.reordered;
-    p.early_mask |= bit;
-    Peer::Early& e = p.early[seq % cfg_.window];
-    e.h = h;
-    e.payload.reset(payload.size());
-    e.payload.append(payload);
-    return;
-  }
-  // In order: consumed straight from the link's buffer, then the run of
-  // early frames it completes.
-  ++p.expected;
-  p.early_mask >>= 1;
-  consume(p, src, h, payload);
-  while (p.early_mask & 1) {
-    Peer::Early& e = p.early[p.expected % cfg_.window];
-    ++p.expected;
-    p.early_mask >>= 1;
-    consume(p, src, e.h, e.payload.view(0, e.payload.len));
-  }
-}
-
-void Engine::consume(Peer& p, uint32_t src, const FrameHeader& h, std::span<const uint8_t> payload) {
-  auto fail = [src](const char* what) { throw std::runtime_error(std::string("tb5: ") + what + " from rank " + std::to_string(src)); };
-  if (h.frag == 0 && h.nfrags == 1) {  // a whole message in one frame: no copy
-    if (p.msg_open) fail("fragment out of sequence");
-    if (payload.size() != h.msg_len) fail("message length mismatch");
-    ++stats_.messages_delivered, ++delivered_now_;
-    deliver_(src, h.tag, payload);  // may call send()
-    return;
-  }
-  if (h.frag == 0) {
-    if (p.msg_open) fail("fragment out of sequence");
-    p.msg.reset(h.msg_len);
-    p.msg_open = true;
-    p.msg_tag = h.tag;
-    p.msg_len = h.msg_len;
-    p.msg_nfrags = h.nfrags;
-    p.msg_next_frag = 0;
-  }
-  if (!p.msg_open || h.frag != p.msg_next_frag || h.nfrags != p.msg_nfrags) fail("fragment out of sequence");
-  if (p.msg.len + payload.size() > p.msg_len) fail("message length mismatch");
-  p.msg.append(payload);
-  if (++p.msg_next_frag < p.msg_nfrags) return;
-  if (p.msg.len != p.msg_len) fail("message length mismatch");
-  p.msg_open = false;
-  ++stats_.messages_delivered, ++delivered_now_;
-  deliver_(src, p.msg_tag, p.msg.view(0, p.msg.len));  // may call send()
 }
 
 void Engine::on_frame(std::span<const uint8_t> bytes) {

@@ -1,0 +1,78 @@
+// The engine's receiving side: data frames in order, early ones held, and
+// messages reassembled and delivered (engine.hpp).
+#include <string>
+
+#include "transport/tb5/core/engine_peer.hpp"
+
+namespace trillion::tb5 {
+
+void Engine::take_data(Peer& p, uint32_t src, const FrameHeader& h, std::span<const uint8_t> payload) {
+  if (p.unacked++ == 0) p.unacked_since = now_;
+  const uint64_t seq = seq_lift(h.seq, p.expected);
+  if (seq < p.expected) {
+    ++stats_.duplicates_dropped;
+    p.ack_due = true;  // our previous ack may have been lost
+    return;
+  }
+  if (seq - p.expected >= cfg_.window) {
+    ++stats_.out_of_window;
+    p.ack_due = true;
+    return;
+  }
+  if (seq != p.expected) {  // early: kept until the frames before it arrive; the sender learns of the hole now
+    p.ack_due = true;
+    const uint64_t bit = uint64_t(1) << (seq - p.expected);
+    if (p.early_mask & bit) {
+      ++stats_.duplicates_dropped;
+      return;
+    }
+    ++stats_.reordered;
+    p.early_mask |= bit;
+    Peer::Early& e = p.early[seq % cfg_.window];
+    e.h = h;
+    e.payload.reset(payload.size());
+    e.payload.append(payload);
+    return;
+  }
+  // In order: consumed straight from the link's buffer, then the run of
+  // early frames it completes.
+  ++p.expected;
+  p.early_mask >>= 1;
+  consume(p, src, h, payload);
+  while (p.early_mask & 1) {
+    Peer::Early& e = p.early[p.expected % cfg_.window];
+    ++p.expected;
+    p.early_mask >>= 1;
+    consume(p, src, e.h, e.payload.view(0, e.payload.len));
+  }
+}
+
+void Engine::consume(Peer& p, uint32_t src, const FrameHeader& h, std::span<const uint8_t> payload) {
+  auto fail = [src](const char* what) { throw std::runtime_error(std::string("tb5: ") + what + " from rank " + std::to_string(src)); };
+  if (h.frag == 0 && h.nfrags == 1) {  // a whole message in one frame: no copy
+    if (p.msg_open) fail("fragment out of sequence");
+    if (payload.size() != h.msg_len) fail("message length mismatch");
+    ++stats_.messages_delivered, ++delivered_now_;
+    deliver_(src, h.tag, payload);  // may call send()
+    return;
+  }
+  if (h.frag == 0) {
+    if (p.msg_open) fail("fragment out of sequence");
+    p.msg.reset(h.msg_len);
+    p.msg_open = true;
+    p.msg_tag = h.tag;
+    p.msg_len = h.msg_len;
+    p.msg_nfrags = h.nfrags;
+    p.msg_next_frag = 0;
+  }
+  if (!p.msg_open || h.frag != p.msg_next_frag || h.nfrags != p.msg_nfrags) fail("fragment out of sequence");
+  if (p.msg.len + payload.size() > p.msg_len) fail("message length mismatch");
+  p.msg.append(payload);
+  if (++p.msg_next_frag < p.msg_nfrags) return;
+  if (p.msg.len != p.msg_len) fail("message length mismatch");
+  p.msg_open = false;
+  ++stats_.messages_delivered, ++delivered_now_;
+  deliver_(src, p.msg_tag, p.msg.view(0, p.msg.len));  // may call send()
+}
+
+}  // namespace trillion::tb5
