@@ -22,6 +22,7 @@
 #include "transport/tb5/api/tb5_api.h"
 #include "transport/tb5/core/checksum.hpp"
 #include "transport/tb5/core/engine.hpp"
+#include "transport/tb5/core/frame.hpp"
 #include "transport/tb5/core/subnet.hpp"
 #include "transport/tb5/udp/udp_link.hpp"
 #include "transport/tb5/verbs/verbs_link.hpp"
@@ -335,9 +336,18 @@ BOOST_AUTO_TEST_CASE(borrowed_messages_come_back_once_acknowledged) {
   // More than two pieces are copied instead: the caller's buffers are free at once.
   std::span<const uint8_t> three[3] = {head, body, head};
   BOOST_TEST(!e0.send_borrowed(1, 3, three, &cookie));
-  // So are short ones, with the default threshold.
+  // So are short ones (by default, every one: EngineConfig::borrow_min).
   Engine e2(l0, 0, 2, {}, [](uint32_t, uint8_t, std::span<const uint8_t>) {}, [](uint32_t, double) {},
             [&] { return now; });
   e2.add_peer(1);
   BOOST_TEST(!e2.send_borrowed(1, 3, pieces, &cookie));
+  // The last frame of a borrowed message asks for an immediate acknowledgement.
+  bool asked = false;
+  memnet.filter = [&](uint32_t from, uint32_t, std::span<const uint8_t> f) {
+    auto d = decode_frame(f);
+    if (from == 0 && d && d->header.ack_now) asked = true;
+    return 1;
+  };
+  BOOST_TEST(e0.send_borrowed(1, 3, pieces, &cookie));
+  BOOST_TEST(asked);
 }

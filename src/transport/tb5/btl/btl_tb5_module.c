@@ -125,10 +125,10 @@ static int module_free(struct mca_btl_base_module_t* btl, mca_btl_base_descripto
   return OPAL_SUCCESS;
 }
 
-/* Contiguous data is sent in place, from the user's buffer (as btl/tcp
- * does): the descriptor holds ob1's header and points at the data, and the
- * core sends frames straight from both, holding them until acknowledged
- * (module_send); only data the convertor must gather is packed. */
+/* Contiguous data is not packed (as btl/tcp does): the descriptor holds
+ * ob1's header and points at the user's data, which the core copies once
+ * for retransmission (module_send); only data the convertor must gather is
+ * packed here. */
 static mca_btl_base_descriptor_t* module_prepare_src(struct mca_btl_base_module_t* btl,
                                                   struct mca_btl_base_endpoint_t* endpoint,
                                                   struct opal_convertor_t* convertor, uint8_t order, size_t reserve,
@@ -175,8 +175,10 @@ static int module_send(struct mca_btl_base_module_t* btl, struct mca_btl_base_en
     p[i].data = des->des_segments[i].seg_addr.pval;
     p[i].len = des->des_segments[i].seg_len;
   }
-  /* The descriptor is ours until its callback: the core sends from it
-   * without a copy and hands it back once acknowledged (mca_btl_tb5_sent). */
+  /* The descriptor is ours until its callback: the core may send from it
+   * and hand it back once acknowledged (mca_btl_tb5_sent), or copy it and
+   * let us complete it now (by default: ob1 waits for a completion before
+   * sending more of a message; tb5's engine.hpp, borrow_min). */
   char err[512] = "";
   const int rc = tb5_send_borrowed(mca_btl_tb5_component.handle, endpoint->rank, tag, p, n, des, err, sizeof err);
   if (rc < 0) {

@@ -103,6 +103,7 @@ void Engine::queue(uint32_t peer, Peer& p, uint8_t tag, size_t total) {
     of.phash = payload_hash(a, b);
     h.seq = uint32_t(p.next_seq++);
     h.frag = f;
+    h.ack_now = m.cookie && of.last_of_msg;  // a borrowed message: its owner waits for this acknowledgement
     encode_header(h, uint16_t(of.len), of.phash, of.head);
   }
   ++stats_.messages_sent;

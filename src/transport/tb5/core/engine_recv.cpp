@@ -8,6 +8,7 @@ namespace trillion::tb5 {
 
 void Engine::take_data(Peer& p, uint32_t src, const FrameHeader& h, std::span<const uint8_t> payload) {
   if (p.unacked++ == 0) p.unacked_since = now_;
+  if (h.ack_now) p.ack_due = true;
   const uint64_t seq = seq_lift(h.seq, p.expected);
   if (seq < p.expected) {
     ++stats_.duplicates_dropped;

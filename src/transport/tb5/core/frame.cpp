@@ -7,7 +7,7 @@
 namespace trillion::tb5 {
 namespace {
 
-// Layout (offsets): magic 0, type 4, tag 5, payload_len 6, src 8, seq 12,
+// Layout (offsets): magic 0, type 4 (bit 7: ack_now), tag 5, payload_len 6, src 8, seq 12,
 // ack 16, window 20, sack 24, msg_len 32, frag 36, nfrags 40, checksum 44.
 constexpr size_t off_checksum = 44;
 
@@ -40,7 +40,7 @@ uint64_t payload_hash(std::span<const uint8_t> a, std::span<const uint8_t> b) {
 
 void encode_header(const FrameHeader& h, uint16_t payload_len, uint64_t phash, uint8_t* out) {
   put32(out + 0, frame_magic);
-  out[4] = uint8_t(h.type);
+  out[4] = uint8_t(uint8_t(h.type) | (h.ack_now ? 0x80 : 0));
   out[5] = h.tag;
   put16(out + 6, payload_len);
   put32(out + 8, h.src);
@@ -77,8 +77,9 @@ std::optional<DecodedFrame> decode_frame(std::span<const uint8_t> b) {
   if (get32(p) != frame_magic) return std::nullopt;
   DecodedFrame d;
   FrameHeader& h = d.header;
-  if (p[4] < 1 || p[4] > 4) return std::nullopt;
-  h.type = FrameType(p[4]);
+  if ((p[4] & 0x7f) < 1 || (p[4] & 0x7f) > 4) return std::nullopt;
+  h.type = FrameType(p[4] & 0x7f);
+  h.ack_now = p[4] & 0x80;
   h.tag = p[5];
   h.payload_len = get16(p + 6);
   if (frame_header_size + h.payload_len != b.size()) return std::nullopt;

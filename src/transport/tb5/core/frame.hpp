@@ -21,6 +21,7 @@ enum class FrameType : uint8_t {
 
 struct FrameHeader {
   FrameType type = FrameType::data;
+  bool ack_now = false;     // data: acknowledge without delay (the sender is waiting to reuse a buffer)
   uint8_t tag = 0;          // the message's active-message tag (data)
   uint32_t src = 0;         // sender's rank
   uint32_t seq = 0;         // data: this frame's sequence number
