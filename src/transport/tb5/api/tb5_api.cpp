@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <unistd.h>
 
@@ -57,6 +58,7 @@ struct tb5_handle {
   std::string backend, description, host;
   uint32_t self = 0;
   bool local_peers = false;
+  std::vector<bool> refused;  // by rank: already reported unreachable
   std::unique_ptr<Engine> engine;
   std::thread heartbeat;
   std::mutex mu;
@@ -74,6 +76,7 @@ extern "C" tb5_handle* tb5_open(const tb5_options* o, uint32_t self, uint32_t nr
     h->host = host_name();
     h->self = self;
     h->local_peers = o->local_peers != 0;
+    h->refused.assign(nranks, false);
     uint32_t window = o->window ? o->window : 64;
     if (backend != "udp") {
       try {
@@ -143,6 +146,7 @@ extern "C" size_t tb5_address(tb5_handle* h, void* buf, size_t cap) {
 extern "C" int tb5_connect(tb5_handle* h, uint32_t peer, const void* addr, size_t len, char* err, size_t errlen) {
   const auto* b = static_cast<const uint8_t*>(addr);
   const std::string who = "rank " + std::to_string(peer);
+  if (peer < h->refused.size() && h->refused[peer]) return 1;  // said once already
   if (len < 5 || b[0] != 'T' || b[1] != '5' || b[2] != envelope_version || len < 5 + size_t(b[4])) {
     set_err(err, errlen, who + "'s tb5 address is not one this build reads (a different tb5 on that host?)");
     return -1;
@@ -163,10 +167,11 @@ extern "C" int tb5_connect(tb5_handle* h, uint32_t peer, const void* addr, size_
     return 0;
   } catch (const NoPath& e) {
     set_err(err, errlen, here + " cannot reach " + there + ": " + e.what() + "; is the cable between " + h->host +
-                             " and " + host + " plugged in, with an IPv4 address in one subnet at each end? (README, tb5)");
+                             " and " + host + " plugged in, with an IPv4 address in one subnet at each end?");
   } catch (const std::exception& e) {
     set_err(err, errlen, here + " cannot connect to " + there + ": " + e.what());
   }
+  if (peer < h->refused.size()) h->refused[peer] = true;
   return -1;
 }
 

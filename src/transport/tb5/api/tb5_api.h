@@ -52,9 +52,10 @@ tb5_handle* tb5_open(const struct tb5_options* o, uint32_t self, uint32_t nranks
  * device or interface with its IPv4 subnet); 0 if cap is too small. */
 size_t tb5_address(tb5_handle* h, void* buf, size_t cap);
 /* 0: connected through the device (verbs) or interface (udp) on the cable
- * to the peer; 1: the peer is on this host and is left to btl/self and sm
- * (unless local_peers); -1 with err set: no device reaches it (naming both
- * hosts), or its address is malformed or of another backend. */
+ * to the peer; 1: not through tb5 — the peer is on this host, left to
+ * btl/self and sm (unless local_peers), or was refused by an earlier call;
+ * -1 with err set: no device reaches it (naming both hosts), or its address
+ * is malformed or of another backend. */
 int tb5_connect(tb5_handle* h, uint32_t peer, const void* addr, size_t len, char* err, size_t errlen);
 /* 0, or -1 with err set (a fatal protocol error). */
 int tb5_send(tb5_handle* h, uint32_t peer, uint8_t tag, const struct tb5_piece* pieces, size_t n, char* err,
