@@ -43,10 +43,15 @@ constexpr uint8_t envelope_version = 2;
 // Frames a udp socket's receive buffer holds per peer: the window, so that
 // every peer's window fits at once. On Linux a datagram below 16 KiB takes
 // about twice its size of the buffer, a larger one its size and ~1 KiB
-// (measured on loopback).
-uint32_t udp_window(size_t rcvbuf, size_t frame, uint32_t nranks) {
+// (measured on loopback). Where datagrams travel as IP fragments (any link
+// but loopback: MTUs are 1500 or 9000), every peer's window must also fit
+// the kernel's reassembly memory, or fragments are dropped and whole frames
+// with them: Linux allows 4 MiB (ipfrag_high_thresh); half of it is used.
+uint32_t udp_window(size_t rcvbuf, size_t frame, uint32_t nranks, bool fragments) {
+  const size_t peers = std::max<uint32_t>(1, nranks - 1);
   const size_t truesize = frame < 16384 ? 2 * frame : frame + 1024;
-  const size_t per_peer = rcvbuf / truesize / std::max<uint32_t>(1, nranks - 1);
+  size_t per_peer = rcvbuf / truesize / peers;
+  if (fragments) per_peer = std::min(per_peer, (size_t(2) << 20) / (frame + 1024) / peers);
   return uint32_t(std::clamp<size_t>(per_peer, 4, 64));
 }
 
@@ -99,7 +104,7 @@ extern "C" tb5_handle* tb5_open(const tb5_options* o, uint32_t self, uint32_t nr
       // 1500-byte link IP fragments them, and any lost fragment is one lost
       // frame.
       auto udp = std::make_unique<UdpLink>(ipv4_interfaces(str(o->if_include)), o->mtu ? o->mtu : 65507, nranks);
-      if (!o->window) window = udp_window(udp->receive_buffer(), udp->mtu(), nranks);
+      if (!o->window) window = udp_window(udp->receive_buffer(), udp->mtu(), nranks, udp->fragments());
       h->link = std::move(udp);
       h->backend = "udp";
     }

@@ -17,6 +17,7 @@ struct Ipv4Net {
   uint32_t addr = 0;
   uint8_t prefix = 32;
   std::string name;
+  bool loopback = false;  // an interface's flag (udp: no IP fragmentation there)
   uint32_t mask() const;  // network byte order
   bool contains(uint32_t other) const { return ((addr ^ other) & mask()) == 0; }
 };

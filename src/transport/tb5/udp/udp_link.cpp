@@ -58,6 +58,7 @@ std::vector<Ipv4Net> ipv4_interfaces(const std::string& spec) {
     n.name = i->ifa_name;
     n.addr = reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr;
     n.prefix = uint8_t(i->ifa_netmask ? prefix_of(reinterpret_cast<sockaddr_in*>(i->ifa_netmask)->sin_addr.s_addr) : 32);
+    n.loopback = i->ifa_flags & IFF_LOOPBACK;
     if (items.empty()) {
       (i->ifa_flags & IFF_LOOPBACK ? loopback : found).push_back(n);
       continue;

@@ -41,6 +41,13 @@ class UdpLink final : public Link {
   std::string describe() const override;
   // The kernel's receive buffer, bytes (the api sizes the window by it).
   size_t receive_buffer() const { return rcvbuf_; }
+  // Whether frames leave through an interface other than loopback, where a
+  // datagram larger than the link's MTU travels as IP fragments.
+  bool fragments() const {
+    for (const auto& n : ifs_)
+      if (!n.loopback) return true;
+    return false;
+  }
 
  private:
   struct Peer {
