@@ -4,7 +4,7 @@
 // Arrival time without a thread: a UC receiver takes a SEND into the receive
 // that was first in its queue when the SEND arrived, or drops it if none
 // was posted then. Each socket stamps every datagram with its arrival time
-// (SO_TIMESTAMPNS, kernel time), each posted receive records when it was
+// (SO_TIMESTAMPNS, kernel time; SO_TIMESTAMP on macOS), each posted receive records when it was
 // posted (the same clock), and the queue pair's socket is drained — each
 // datagram matched against the receives posted before it arrived — before
 // any receive is posted and whenever its completion queue is polled. So a
@@ -14,6 +14,7 @@
 // differs (when polled, not when the frame landed), which tb5 cannot tell
 // from a slow poll.
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +27,19 @@
 #include "transport/tb5/sim/verbs_sim.hpp"
 
 namespace trillion::tb5::sim {
+// The kernel's arrival stamp: nanoseconds on Linux (SO_TIMESTAMPNS);
+// macOS has only SO_TIMESTAMP (microseconds, the same realtime clock), which
+// orders arrivals against posts as well at the simulator's time scales.
+#ifdef SO_TIMESTAMPNS
+using ArrivalStamp = timespec;
+constexpr int kArrivalStamp = SO_TIMESTAMPNS, kArrivalStampMsg = SCM_TIMESTAMPNS;
+inline int64_t stamp_ns(const timespec& t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; }
+#else
+using ArrivalStamp = timeval;
+constexpr int kArrivalStamp = SO_TIMESTAMP, kArrivalStampMsg = SCM_TIMESTAMP;
+inline int64_t stamp_ns(const timeval& t) { return int64_t(t.tv_sec) * 1000000000 + int64_t(t.tv_usec) * 1000; }
+#endif
+
 namespace {
 
 double env_double(const char* name, double dflt) {
@@ -92,7 +106,7 @@ int open_qp_socket(in_addr ip, uint16_t* port) {
   int size = 1 << 20;
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
   int on = 1;
-  setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);  // arrival times (see above)
+  setsockopt(fd, SOL_SOCKET, kArrivalStamp, &on, sizeof on);  // arrival times (see above)
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr = ip;
@@ -174,7 +188,7 @@ void drain(SimQp& q) {
   for (;;) {
     sockaddr_in from{};
     iovec iov{buf, sizeof buf};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ArrivalStamp))];
     msghdr m{};
     m.msg_name = &from;
     m.msg_namelen = sizeof from;
@@ -186,10 +200,10 @@ void drain(SimQp& q) {
     if (got < 0) return;
     int64_t arrived = realtime_ns();
     for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-        timespec t;
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == kArrivalStampMsg) {
+        ArrivalStamp t;
         std::memcpy(&t, CMSG_DATA(c), sizeof t);
-        arrived = int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
+        arrived = stamp_ns(t);
       }
     if (q.device->wired && from.sin_addr.s_addr != q.device->peer.s_addr) {  // not from the cable's other end
       ++g_counters.misrouted;
