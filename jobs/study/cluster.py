@@ -188,7 +188,8 @@ def mpirun_prefix(hosts, hostfile_path, prefix="trl", net=77, cores=None):
     own hostname, and launches the other hosts' daemons through netns-agent.sh.
     Each host is pinned to core i mod cores (TRILLION_CLUSTER_CORES for the agent);
     --bind-to none, since every namespace would otherwise bind its rank to its
-    "own" core 0."""
+    "own" core 0; --map-by node, one rank per host (PRRTE otherwise maps 2 ranks
+    by core, both on host 0 when oversubscription is allowed)."""
     cores = cores or os.cpu_count() or 1
     env = ["env", f"TRILLION_CLUSTER={prefix}", f"TRILLION_CLUSTER_NET={net}", f"TRILLION_CLUSTER_CORES={cores}",
            "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"]
@@ -198,7 +199,7 @@ def mpirun_prefix(hosts, hostfile_path, prefix="trl", net=77, cores=None):
         "--mca", "btl_tcp_if_include", subnet(net)]
     if "TRILLION_FAULT" in os.environ:  # the fault tests' hook (src/common/fault.hpp) reaches every host's ranks
         mca += ["-x", "TRILLION_FAULT"]
-    return env + enter0 + ["mpirun", "-hostfile", hostfile_path, "-np", str(hosts), "--bind-to", "none"] + mca
+    return env + enter0 + ["mpirun", "-hostfile", hostfile_path, "-np", str(hosts), "--map-by", "node", "--bind-to", "none"] + mca
 
 
 def available():
