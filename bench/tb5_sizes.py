@@ -13,7 +13,19 @@ import re
 import statistics
 import subprocess
 
-OMPI_DIR = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
+
+
+def _ompi():
+    """Open MPI's own component directory and the osc that runs windows over a
+    send/receive BTL: pt2pt on 4.1, rdma (active messages) on 5.0."""
+    info = subprocess.run(["ompi_info", "--path", "pkglibdir"], capture_output=True, text=True).stdout
+    version = re.search(r"\(Open MPI\) (\d+)", subprocess.run(["mpirun", "--version"], capture_output=True,
+                                                              text=True).stdout)
+    osc = "rdma" if version and int(version.group(1)) >= 5 else "pt2pt"
+    return re.search(r"Pkglibdir: *(\S+)", info).group(1), osc
+
+
+OMPI_DIR, OSC = _ompi()
 LINE = re.compile(r"^\s*(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)")
 SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20]
 
@@ -24,7 +36,7 @@ def tb5_rows(build, label):
     so = os.path.join(plugin, "mca_btl_tb5.so")
     sim = os.path.join(build, "lib", "libtb5_verbs_sim.so")
     base = ["--mca", "mca_base_component_path", f"{plugin}:{OMPI_DIR}", "--mca", "btl", "self,tb5",
-            "--mca", "osc", "pt2pt"]
+            "--mca", "osc", OSC]
     with open(so, "rb") as f:
         if b"local_peers" in f.read():
             base += ["--mca", "btl_tb5_local_peers", "1"]
@@ -57,7 +69,7 @@ def main(a):
     builds = [tb5_rows(a.build, "")]
     if a.compare:
         builds = [tb5_rows(a.compare, "before "), tb5_rows(a.build, "after ")]
-    rows = [("tcp lo", builds[-1][0], ["--mca", "btl", "self,tcp", "--mca", "osc", "pt2pt",
+    rows = [("tcp lo", builds[-1][0], ["--mca", "btl", "self,tcp", "--mca", "osc", OSC,
                                        "--mca", "btl_tcp_if_include", "lo"], 1000)]
     losses = (0, 0.01, 0.05) if a.loss else (0,)
     for bench, label, udp, verbs in builds:
