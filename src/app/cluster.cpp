@@ -203,6 +203,7 @@ RankMetrics Cluster::my_metrics() const {
   m.host = env_->host();
   m.waits = env_->cores_shared() ? "sleep" : "poll";  // as the channel's waits (RmaChannel::backoff)
   m.weight_bytes = share_bytes(store_->config(), store_->manifest(), layout_.ranks.at(size_t(env_->rank())));
+  m.transport = mpi_performance_counters("btl_tb5_");  // tb5's frames and faults (docs/tb5.md)
   return m;
 }
 

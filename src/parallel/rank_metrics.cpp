@@ -11,12 +11,14 @@ int64_t peak_rss_bytes() { return platform::peak_resident_bytes(); }
 int64_t rss_bytes() { return platform::resident_bytes(); }
 
 nlohmann::json to_json(const RankMetrics& m) {
-  return {{"rank", m.rank}, {"host", m.host}, {"role", m.role}, {"waits", m.waits}, {"busy_seconds", m.busy_seconds},
+  nlohmann::json j = {{"rank", m.rank}, {"host", m.host}, {"role", m.role}, {"waits", m.waits}, {"busy_seconds", m.busy_seconds},
           {"wait_seconds", m.wait_seconds}, {"bytes_sent", m.bytes_sent}, {"messages_sent", m.messages_sent},
           {"bytes_received", m.bytes_received}, {"messages_received", m.messages_received},
           {"weight_bytes", m.weight_bytes}, {"kv_cache_bytes", m.kv_cache_bytes},
           {"peak_rss_bytes", m.peak_rss_bytes}, {"rss_bytes", m.rss_bytes},
           {"weights_resident_bytes", m.weights_resident_bytes}, {"weights_huge_page_bytes", m.weights_huge_page_bytes}};
+  if (!m.transport.empty()) j["transport"] = m.transport;
+  return j;
 }
 
 RankMetrics rank_metrics_from_json(const nlohmann::json& j) {
@@ -37,6 +39,7 @@ RankMetrics rank_metrics_from_json(const nlohmann::json& j) {
   j.at("rss_bytes").get_to(m.rss_bytes);
   j.at("weights_resident_bytes").get_to(m.weights_resident_bytes);
   j.at("weights_huge_page_bytes").get_to(m.weights_huge_page_bytes);
+  if (j.contains("transport")) j.at("transport").get_to(m.transport);
   return m;
 }
 

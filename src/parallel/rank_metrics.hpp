@@ -2,6 +2,7 @@
 // for peers (the pipeline bubble, expert exchanges), traffic, memory.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +28,10 @@ struct RankMetrics {
   // 2 MiB pages (format/mapped_file.hpp: decode reads 4 KiB pages slower).
   int64_t weights_resident_bytes = 0;
   int64_t weights_huge_page_bytes = 0;
+  // The transport's counters on this rank (MPI_T performance variables
+  // btl_tb5_*: frames, retransmissions, injected faults); empty, and left
+  // out of the JSON, when btl/tb5 is not loaded.
+  std::map<std::string, unsigned long long> transport;
 };
 
 int64_t peak_rss_bytes();  // of this process

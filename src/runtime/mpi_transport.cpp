@@ -26,6 +26,48 @@ std::map<std::string, std::string> mpi_control_variables(const std::initializer_
   return out;
 }
 
+std::map<std::string, unsigned long long> mpi_performance_counters(std::string_view prefix) {
+  std::map<std::string, unsigned long long> out;
+  int provided = 0, num = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return out;
+  MPI_T_pvar_session session;
+  if (MPI_T_pvar_get_num(&num) != MPI_SUCCESS || MPI_T_pvar_session_create(&session) != MPI_SUCCESS) {
+    MPI_T_finalize();
+    return out;
+  }
+  for (int i = 0; i < num; ++i) {
+    char name[256], desc[16];
+    int name_len = sizeof name, desc_len = sizeof desc, verbosity = 0, var_class = 0, bind = 0, readonly = 0,
+        continuous = 0, atomic = 0;
+    MPI_Datatype type;
+    MPI_T_enum enumtype;
+    if (MPI_T_pvar_get_info(i, name, &name_len, &verbosity, &var_class, &type, &enumtype, desc, &desc_len, &bind,
+                            &readonly, &continuous, &atomic) != MPI_SUCCESS)
+      continue;  // e.g. a variable of a component closed since
+    if (std::string_view(name).substr(0, prefix.size()) != prefix || bind != MPI_T_BIND_NO_OBJECT) continue;
+    if (type != MPI_UNSIGNED_LONG_LONG && type != MPI_UNSIGNED_LONG && type != MPI_UNSIGNED) continue;
+    MPI_T_pvar_handle h;
+    int count = 0;
+    if (MPI_T_pvar_handle_alloc(session, i, nullptr, &h, &count) != MPI_SUCCESS) continue;
+    if (count == 1) {
+      // (A variable that is not continuous counts only once started.)
+      if (!continuous) MPI_T_pvar_start(session, h);
+      unsigned long long ull = 0;
+      unsigned long ul = 0;
+      unsigned u = 0;
+      void* buf = type == MPI_UNSIGNED_LONG_LONG ? static_cast<void*>(&ull)
+                  : type == MPI_UNSIGNED_LONG    ? static_cast<void*>(&ul)
+                                                 : static_cast<void*>(&u);
+      if (MPI_T_pvar_read(session, h, buf) == MPI_SUCCESS)
+        out[name] = type == MPI_UNSIGNED_LONG_LONG ? ull : type == MPI_UNSIGNED_LONG ? ul : u;
+    }
+    MPI_T_pvar_handle_free(session, &h);
+  }
+  MPI_T_pvar_session_free(&session);
+  MPI_T_finalize();
+  return out;
+}
+
 MpiLibrary parse_mpi_library(std::string_view banner) {
   MpiLibrary lib;
   // "Open MPI v5.0.7, package: Debian OpenMPI, ident: 5.0.7, repo rev: ..."

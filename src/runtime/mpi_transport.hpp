@@ -3,6 +3,9 @@
 //    one-sided component selections ("btl", "osc") and, when the btl/tb5
 //    plugin is loaded, the backend it opened ("udp" or "verbs"; "none" if it
 //    disqualified itself). Recorded by --metrics as "transport".
+//  - mpi_performance_counters: Open MPI's performance variables (MPI_T) whose
+//    names start with a prefix ("btl_tb5_": the transport's frames,
+//    retransmissions and injected faults). Recorded per rank by --metrics.
 //  - mpi_library: the MPI library's version (MPI_Get_library_version), which
 //    every host of a job must share and which decides the MCA names in force.
 //  - osc_needs_target_progress: whether one-sided operations move only while
@@ -17,6 +20,11 @@ namespace trillion {
 // Names -> values for those of `names` that exist; call between MPI_Init and
 // MPI_Finalize.
 std::map<std::string, std::string> mpi_control_variables(const std::initializer_list<const char*>& names);
+
+// Name -> value of every integer performance variable whose name starts with
+// `prefix` (none where MPI_T has none, e.g. no tb5 plugin loaded); call
+// between MPI_Init and MPI_Finalize.
+std::map<std::string, unsigned long long> mpi_performance_counters(std::string_view prefix);
 
 struct MpiLibrary {
   std::string version;  // "Open MPI v5.0.7" (the banner up to its first comma or line end)

@@ -20,6 +20,11 @@ ap.add_argument("--mpi-args", default="", help="extra mpiexec arguments, e.g. th
 ap.add_argument("--name", default="layouts")
 ap.add_argument("--expect-btl", help="the transport the metrics must name, e.g. self,tb5")
 ap.add_argument("--expect-hosts", type=int, help="distinct hosts the ranks of a multi-rank run must span")
+ap.add_argument("--activations", help="the compute path of every run, baseline included (f32 or int8; default: "
+                "generate's auto)")
+ap.add_argument("--expect-faults", choices=["injected", "sim"],
+                help="the multi-rank runs' tb5 counters (metrics per_rank.transport) must show these faults: btl/tb5's "
+                     "injected ones or the verbs simulator's, and retransmissions (a misspelled option injects none)")
 args = parse_args(parser=ap)
 
 f = Failures()
@@ -50,6 +55,8 @@ def trillion_run(tag, ranks, mode, extra=(), gen_extra=()):
     os.makedirs(out, exist_ok=True)
     launch = [*mpi, "-n", ranks, args.trillion]
     common = ["--model", model, "--parallel", mode, "--threads", 1, *extra]
+    if args.activations:
+        common += ["--activations", args.activations]
     run([*launch, "score", *common, "--input", os.path.join(case, "score.jsonl"),
          "--output", os.path.join(out, "score.jsonl"), "--logits-out", os.path.join(out, "logits"),
          "--step-tokens", 16, "--metrics", os.path.join(out, "score-metrics.json")], timeout=600)
@@ -79,6 +86,7 @@ f.check(len(base_gen["t1"]["logprobs"]) == len(base_gen["t1"]["token_ids"]) and
 f.check("logprobs" in base_gen["t2"] and "top_logprobs" not in base_gen["t2"], "t2 logprobs only")
 
 runs = [(int(r), m) for r, m in (x.split(":") for x in args.layouts.split(","))]
+counters = {}  # tb5's counters summed over every rank of every multi-rank run
 for ranks, mode in runs:
     tag = f"{ranks}-{mode}"
     # A different slot count too: which sequences share a step must not matter.
@@ -114,16 +122,30 @@ for ranks, mode in runs:
         f.check(all(p["bytes_sent"] > 0 for p in m["per_rank"]), f"{tag}: every rank sent bytes")
         if args.expect_btl:
             f.check(m.get("transport", {}).get("btl") == args.expect_btl, f"{tag}: transport {m.get('transport')}")
+        if args.expect_faults:
+            for metrics in (m, json.load(open(os.path.join(out, "score-metrics.json")))):
+                for p in metrics["per_rank"]:
+                    f.check("btl_tb5_retransmissions" in p.get("transport", {}),
+                            f"{tag}: rank {p['rank']} reports no tb5 counters: {p.get('transport')}")
+                    for k, v in p.get("transport", {}).items():
+                        counters[k] = counters.get(k, 0) + v
         if args.expect_hosts:
             hosts = {p["host"] for p in m["per_rank"]}
             f.check(len(hosts) == args.expect_hosts, f"{tag}: ranks on {sorted(hosts)}")
+
+if args.expect_faults:
+    kinds = ["lost", "duplicated", "reordered"]
+    need = [f"btl_tb5_{'injected' if args.expect_faults == 'injected' else 'sim'}_{k}" for k in kinds]
+    print(f"{args.name}: tb5 counters over every multi-rank run: {counters}")
+    for k in need + ["btl_tb5_retransmissions"]:
+        f.check(counters.get(k, 0) > 0, f"no {k} in any run: the faults asked for did not happen")
 
 # Batch composition: each request alone on one slot gives the same tokens.
 for r in gen_reqs[:3] + gen_reqs[-4:-2]:
     alone = os.path.join(case, "alone-" + r["id"] + ".jsonl")
     write_jsonl(alone, [r])
     run([args.trillion, "generate", "--model", model, "--prompts", alone, "--output", alone + ".out",
-         "--max-batch", 1, "--threads", 2])
+         "--max-batch", 1, "--threads", 2, *(["--activations", args.activations] if args.activations else [])])
     g = read_jsonl(alone + ".out")[0]
     f.check(g["token_ids"] == base_gen[r["id"]]["token_ids"], f"{r['id']} alone vs batched")
 f.finish()

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include "transport/tb5/core/engine.hpp"
@@ -69,6 +71,9 @@ struct tb5_handle {
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false;
+  // The simulator's counters, when the verbs library is the simulator (tests
+  // assert that its faults happened; NULL on a real stack).
+  uint64_t (*sim_counter)(const char*) = nullptr;
 };
 
 extern "C" tb5_handle* tb5_open(const tb5_options* o, uint32_t self, uint32_t nranks, tb5_deliver_fn deliver,
@@ -92,6 +97,10 @@ extern "C" tb5_handle* tb5_open(const tb5_options* o, uint32_t self, uint32_t nr
         if (o->mtu) vo.frame = o->mtu;
         h->link = open_verbs_link(vo, self, nranks);
         h->backend = "verbs";
+        // Already open (RTLD_NOLOAD): the same handle load_verbs holds.
+        std::string lib_name = vo.library.empty() ? str(std::getenv("TB5_VERBS_LIBRARY")) : vo.library;
+        void* lib = lib_name.empty() ? nullptr : dlopen(lib_name.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
+        if (lib) h->sim_counter = reinterpret_cast<uint64_t (*)(const char*)>(dlsym(lib, "tb5_sim_counter"));
         // The window must fit the posted receives (acks take some too).
         window = std::min<uint32_t>(window, verbs_window);
       } catch (const std::exception& e) {
@@ -246,9 +255,13 @@ extern "C" const char* tb5_backend(tb5_handle* h) { return h->backend.c_str(); }
 extern "C" void tb5_get_stats(tb5_handle* h, tb5_stats* s) {
   const EngineStats e = h->engine->stats();
   *s = tb5_stats{e.messages_sent,      e.messages_delivered, e.frames_sent, e.retransmissions, e.acks_sent,
-                 e.duplicates_dropped, e.out_of_window,      e.bad_frames,  e.reordered,       0, 0, 0};
+                 e.duplicates_dropped, e.out_of_window,      e.bad_frames,  e.reordered,       0, 0, 0, 0, 0, 0, 0};
   if (h->faulty) {
     const FaultCounts c = h->faulty->counts();
     s->injected_lost = c.lost, s->injected_duplicated = c.duplicated, s->injected_reordered = c.reordered;
+  }
+  if (h->sim_counter) {
+    s->sim_lost = h->sim_counter("lost"), s->sim_duplicated = h->sim_counter("duplicated");
+    s->sim_reordered = h->sim_counter("reordered"), s->sim_stalls = h->sim_counter("stalls");
   }
 }

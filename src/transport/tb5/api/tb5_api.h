@@ -38,6 +38,9 @@ struct tb5_stats {
   uint64_t messages_sent, messages_delivered, frames_sent, retransmissions, acks_sent;
   uint64_t duplicates_dropped, out_of_window, bad_frames, reordered;
   uint64_t injected_lost, injected_duplicated, injected_reordered;
+  /* What the verbs simulator (libtb5_verbs_sim.so, when it is the verbs
+   * library) did to this process's frames: its tb5_sim_counter. 0 elsewhere. */
+  uint64_t sim_lost, sim_duplicated, sim_reordered, sim_stalls;
 };
 
 typedef struct tb5_handle tb5_handle;

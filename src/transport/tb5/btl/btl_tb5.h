@@ -45,6 +45,7 @@ typedef struct {
   unsigned inject_seed;
   char* verbs_gid_index;
   unsigned local_peers, initial_seq; /* testing */
+  char* stats_file;                  /* testing: counters written at finalize */
   /* state */
   tb5_handle* handle;
   uint32_t nranks;
@@ -66,6 +67,8 @@ void mca_btl_tb5_deliver(void* ctx, uint32_t peer, uint8_t tag, const void* data
 void mca_btl_tb5_peer_dead(void* ctx, uint32_t peer, double silent_seconds, const char* detail);
 void mca_btl_tb5_sent(void* ctx, void* descriptor);
 void mca_btl_tb5_fatal(const char* what);
+/* btl_tb5_stats_file: the counters (MPI_T's btl_tb5_* variables) to a file. */
+void mca_btl_tb5_write_stats(tb5_handle* h);
 
 END_C_DECLS
 #endif

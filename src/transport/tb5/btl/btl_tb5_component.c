@@ -1,10 +1,13 @@
 /* btl/tb5 component: parameters, opening the transport, the modex, progress. */
 #include "btl_tb5.h"
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "opal/mca/base/mca_base_pvar.h"
 #include "opal/util/output.h"
 
 static int component_register(void);
@@ -50,6 +53,83 @@ static void reg_double(const char* name, const char* help, double* storage) {
                                         MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
+/* The transport's counters as MPI_T performance variables (btl_tb5_<name>,
+ * class GENERIC: Open MPI reads a GENERIC variable's value as is, where a
+ * COUNTER's handle would report only what accrued since it was bound, and
+ * --metrics binds one at the end of the run). Tests assert from them that
+ * the faults they asked for happened (a misspelled MCA name injects none). */
+static const struct {
+  const char* name;
+  const char* help;
+  size_t offset;
+} tb5_pvars[] = {
+    {"frames_sent", "frames sent, retransmissions included", offsetof(struct tb5_stats, frames_sent)},
+    {"retransmissions", "frames sent again (lost, or acknowledged too late)", offsetof(struct tb5_stats, retransmissions)},
+    {"duplicates_dropped", "frames received twice and dropped", offsetof(struct tb5_stats, duplicates_dropped)},
+    {"reordered", "frames received ahead of a missing one", offsetof(struct tb5_stats, reordered)},
+    {"bad_frames", "frames with a bad checksum or header", offsetof(struct tb5_stats, bad_frames)},
+    {"injected_lost", "frames dropped by btl_tb5_inject_loss", offsetof(struct tb5_stats, injected_lost)},
+    {"injected_duplicated", "frames sent twice by btl_tb5_inject_duplicate", offsetof(struct tb5_stats, injected_duplicated)},
+    {"injected_reordered", "frames delayed by btl_tb5_inject_reorder", offsetof(struct tb5_stats, injected_reordered)},
+    {"sim_lost", "verbs simulator: SENDs it dropped (TB5_SIM_LOSS)", offsetof(struct tb5_stats, sim_lost)},
+    {"sim_duplicated", "verbs simulator: SENDs it duplicated (TB5_SIM_DUPLICATE)", offsetof(struct tb5_stats, sim_duplicated)},
+    {"sim_reordered", "verbs simulator: SENDs it reordered (TB5_SIM_REORDER)", offsetof(struct tb5_stats, sim_reordered)},
+    {"sim_stalls", "verbs simulator: stalls it injected (TB5_SIM_STALL)", offsetof(struct tb5_stats, sim_stalls)},
+};
+
+static int pvar_get(const struct mca_base_pvar_t* pvar, void* value, void* obj) {
+  (void)obj;
+  struct tb5_stats s;
+  memset(&s, 0, sizeof s);
+  if (mca_btl_tb5_component.handle) tb5_get_stats(mca_btl_tb5_component.handle, &s);
+  const size_t i = (size_t)(uintptr_t)pvar->ctx;
+  uint64_t v = 0;
+  memcpy(&v, (const char*)&s + tb5_pvars[i].offset, sizeof v);
+  *(unsigned long long*)value = (unsigned long long)v;
+  return OPAL_SUCCESS;
+}
+
+/* btl_tb5_stats_file (testing): the same counters written at finalize, one
+ * "name value" line each, to the file named ("%r" becomes the rank), so a
+ * test of any MPI program can check that its faults were injected. */
+void mca_btl_tb5_write_stats(tb5_handle* h) {
+  const char* pattern = mca_btl_tb5_component.stats_file;
+  if (!pattern || !*pattern) return;
+  char path[1024];
+  size_t n = 0;
+  for (const char* p = pattern; *p && n + 12 < sizeof path; ++p) {
+    if (p[0] == '%' && p[1] == 'r') {
+      n += (size_t)snprintf(path + n, sizeof path - n, "%u", (unsigned)OPAL_PROC_MY_NAME.vpid);
+      ++p;
+    } else {
+      path[n++] = *p;
+    }
+  }
+  path[n] = '\0';
+  struct tb5_stats s;
+  tb5_get_stats(h, &s);
+  FILE* f = fopen(path, "w");
+  if (!f) {
+    opal_output(0, "btl tb5: cannot write btl_tb5_stats_file %s", path);
+    return;
+  }
+  for (size_t i = 0; i < sizeof tb5_pvars / sizeof tb5_pvars[0]; ++i) {
+    uint64_t v = 0;
+    memcpy(&v, (const char*)&s + tb5_pvars[i].offset, sizeof v);
+    fprintf(f, "btl_tb5_%s %llu\n", tb5_pvars[i].name, (unsigned long long)v);
+  }
+  fclose(f);
+}
+
+static void register_pvars(void) {
+  for (size_t i = 0; i < sizeof tb5_pvars / sizeof tb5_pvars[0]; ++i)
+    (void)mca_base_component_pvar_register(&mca_btl_tb5_component.super.btl_version, tb5_pvars[i].name,
+                                           tb5_pvars[i].help, OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_GENERIC,
+                                           MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
+                                           MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, pvar_get,
+                                           NULL, NULL, (void*)(uintptr_t)i);
+}
+
 static int component_register(void) {
   mca_btl_tb5_component_t* c = &mca_btl_tb5_component;
   /* First, before any call into Open MPI: a plugin built for another Open
@@ -80,6 +160,9 @@ static int component_register(void) {
   reg_unsigned("local_peers", "testing: reach ranks on the same host through tb5 too (0: leave them to btl/self and sm)", 0,
                &c->local_peers);
   reg_unsigned("initial_seq", "testing: first sequence number of every link (the same on every rank)", 0, &c->initial_seq);
+  reg_string("stats_file", "testing: write the transport's counters here at finalize (%r: the rank)", "",
+             &c->stats_file);
+  register_pvars();
 
   mca_btl_base_module_t* m = &mca_btl_tb5_module;
   m->btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT;

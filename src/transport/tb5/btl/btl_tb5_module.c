@@ -90,6 +90,7 @@ static int module_finalize(struct mca_btl_base_module_t* btl) {
   if (!tb5_flush(c->handle, c->peer_timeout_ms * 1e-3))
     opal_output(0, "btl tb5: rank %u: some messages were not acknowledged before finalize", OPAL_PROC_MY_NAME.vpid);
   tb5_handle* h = c->handle;
+  mca_btl_tb5_write_stats(h);
   c->handle = NULL;
   tb5_close(h);
   for (uint32_t r = 0; r < c->nranks; ++r)
