@@ -46,6 +46,7 @@ typedef struct {
   char* verbs_gid_index;
   unsigned local_peers, initial_seq; /* testing */
   char* stats_file;                  /* testing: counters written at finalize */
+  char* stats_path;                  /* its copy, taken at init */
   /* state */
   tb5_handle* handle;
   uint32_t nranks;

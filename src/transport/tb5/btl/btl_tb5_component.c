@@ -93,7 +93,7 @@ static int pvar_get(const struct mca_base_pvar_t* pvar, void* value, void* obj) 
  * "name value" line each, to the file named ("%r" becomes the rank), so a
  * test of any MPI program can check that its faults were injected. */
 void mca_btl_tb5_write_stats(tb5_handle* h) {
-  const char* pattern = mca_btl_tb5_component.stats_file;
+  const char* pattern = mca_btl_tb5_component.stats_path;
   if (!pattern || !*pattern) return;
   char path[1024];
   size_t n = 0;
@@ -232,6 +232,9 @@ static mca_btl_base_module_t** component_init(int* num_btls, bool enable_progres
     return NULL;
   }
   tb5_set_sent_callback(c->handle, mca_btl_tb5_sent, NULL);
+  /* A copy: at finalize the variable's own string is already freed (its
+   * registration ends first), and that is when the counters are written. */
+  c->stats_path = c->stats_file && *c->stats_file ? strdup(c->stats_file) : NULL;
   c->nranks = nprocs;
   c->endpoints = calloc(nprocs, sizeof(mca_btl_base_endpoint_t*));
   c->connected_all = false;

@@ -91,6 +91,8 @@ static int module_finalize(struct mca_btl_base_module_t* btl) {
     opal_output(0, "btl tb5: rank %u: some messages were not acknowledged before finalize", OPAL_PROC_MY_NAME.vpid);
   tb5_handle* h = c->handle;
   mca_btl_tb5_write_stats(h);
+  free(c->stats_path);
+  c->stats_path = NULL;
   c->handle = NULL;
   tb5_close(h);
   for (uint32_t r = 0; r < c->nranks; ++r)
