@@ -61,10 +61,11 @@ else
 fi
 np="-np $hosts"
 [ -z "${TB5_MESH_MPIEXEC:-}" ] || np=
-# (The agent learns which mesh from the environment mpirun passes on to it.)
+# (The agent learns which mesh from the environment mpirun passes on to it;
+# --bind-to none: every namespace would bind its rank to "its" core 0.)
 rc=0
 TB5_MESH_NAME=$name TB5_MESH_HOSTS=$hosts sh "$mesh" exec "$name" 0 mpirun --hostfile "$work/hosts" $np \
-  --map-by node $launch --mca mpi_yield_when_idle 1 --mca mca_base_component_path "$plugins:$ompi" \
+  --map-by node --bind-to none $launch --mca mpi_yield_when_idle 1 --mca mca_base_component_path "$plugins:$ompi" \
   --mca btl self,tb5 $extra --mca btl_tb5_stats_file "$work/stats.%r" "$@" || rc=$?
 [ $rc -eq 0 ] || exit $rc
 [ -n "$expect" ] || exit 0
