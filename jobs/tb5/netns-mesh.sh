@@ -26,7 +26,7 @@ net=${TB5_MESH_NET:-214}
 
 # addr I J: host I's address on the cable to host J.
 addr() {
-  a=$1 b=$2 n=${TB5_MESH_HOSTS:-$hosts}
+  a=$1 b=$2 n=$hosts
   [ "$a" -lt "$b" ] && lo=$a hi=$b side=1 || { lo=$b hi=$a side=2; }
   k=0 i=0
   while [ $i -lt "$lo" ]; do k=$((k + n - 1 - i)); i=$((i + 1)); done
