@@ -191,19 +191,19 @@ int Cluster::run(const std::function<nlohmann::json(StepRunner&)>& work) {
     set_up();
     nlohmann::json figures;
     role_->run([&](StepRunner& runner) { figures = work(runner); });
-    const std::vector<RankMetrics> ranks = role_->gather_metrics(my_metrics());
+    const std::vector<RankMetrics> ranks = role_->gather_metrics(my_metrics(/*final=*/true));
     if (env_->rank() == 0 && !opts_.metrics_path.empty()) write_metrics(figures, ranks, /*final=*/true);
     return env_->rank() == 0 ? exit_code_ : 0;
   });
 }
 
-RankMetrics Cluster::my_metrics() const {
+RankMetrics Cluster::my_metrics(bool final) const {
   RankMetrics m = role_->metrics();
   m.rank = env_->rank();
   m.host = env_->host();
   m.waits = env_->cores_shared() ? "sleep" : "poll";  // as the channel's waits (RmaChannel::backoff)
   m.weight_bytes = share_bytes(store_->config(), store_->manifest(), layout_.ranks.at(size_t(env_->rank())));
-  m.transport = mpi_performance_counters("btl_tb5_");  // tb5's frames and faults (docs/tb5.md)
+  if (final) m.transport = mpi_performance_counters("btl_tb5_");  // tb5's frames and faults (docs/tb5.md)
   return m;
 }
 
@@ -212,7 +212,7 @@ void Cluster::progress_metrics(const std::function<nlohmann::json()>& run) {
   const double now = now_seconds();
   if (now - std::max(started_, last_metrics_) < opts_.metrics_interval) return;
   last_metrics_ = now;
-  write_metrics(run(), {my_metrics()}, /*final=*/false);
+  write_metrics(run(), {my_metrics(/*final=*/false)}, /*final=*/false);
 }
 
 void Cluster::write_metrics(nlohmann::json j, const std::vector<RankMetrics>& ranks, bool final) {

@@ -55,7 +55,9 @@ class Cluster {
  private:
   void set_up();
   void warn_of_small_pages() const;  // after loading: the weights mostly on small pages (docs/kernels.md, "Memory", says why)
-  RankMetrics my_metrics() const;
+  // final: with the transport's counters, which MPI_T enumerates (every
+  // performance variable: too slow for each progress snapshot).
+  RankMetrics my_metrics(bool final) const;
   void write_metrics(nlohmann::json j, const std::vector<RankMetrics>& ranks, bool final);
 
   RunOptions opts_;
