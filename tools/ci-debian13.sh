@@ -81,8 +81,17 @@ if [ "$mode" = labels ]; then
   # Only what the selected tests run: the executables and plugins their
   # commands name (the trillion binary, the MPI test programs, btl/tb5 and
   # the verbs simulator), not every unit test and benchmark.
-  named=$(in_root "ctest --test-dir build -N -V -L '$labels' -LE '$skip'" | grep 'Test command' |
-          grep -o '/root/repo/build/[^\" ;]*' | sed 's|.*/||; s|^lib\(.*\)\.so$|\1|'; echo mca_btl_tb5)
+  # Read from ctest's JSON: each test's command and its REQUIRED_FILES (the
+  # programs a script runs without naming them on its command line).
+  named=$(in_root "ctest --test-dir build -N --show-only=json-v1 -L '$labels' -LE '$skip'" | python3 -c '
+import json, sys
+for t in json.load(sys.stdin)["tests"]:
+    files = list(t.get("command", []))
+    for p in t.get("properties", []):
+        if p["name"] == "REQUIRED_FILES":
+            files += p["value"]
+    print("\n".join(f for f in files if f.startswith("/root/repo/build/")))' |
+          sed 's|.*/||; s|^lib\(.*\)\.so$|\1|'; echo mca_btl_tb5)
   all=$(in_root "cmake --build build --target help" | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p')
   targets=$(comm -12 <(sort -u <<<"$named") <(sort -u <<<"$all") | sed 's/^/--target /' | tr '\n' ' ')
 fi

@@ -54,6 +54,16 @@ def check_mpi(r, run, hosts, a, plugins):
                     "if it is elsewhere"):
         return False
     bench = os.path.join(a.build, "bench", "bench_channel")
+    trillion = os.path.join(a.build, "trillion")
+    details, ok = [], True
+    for i in range(n):
+        missing = [p for p in (bench, trillion) if run.run(i, f"test -x {shlex.quote(p)}")[0] != 0]
+        ok &= not missing
+        details.append(f"{hosts[i]}: " + (f"missing {', '.join(missing)}" if missing else "both present"))
+    if not r.result(f"bench_channel and trillion built on every host ({a.build})", ok, "\n".join(details),
+                    "cmake --build build --target bench_channel trillion on every host; --build DIR if the "
+                    "build directory is elsewhere"):
+        return False
     for ranks in sorted({2, n}):
         cmd = mpirun(run, hosts, ranks, a, plugins, major, work,
                      [bench, "--min", "4096", "--max", "1048576", "--latency-iters", "300", "--busy-ms", "10"])
