@@ -42,6 +42,7 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
   SchedulerOptions sopts;
   sopts.step_tokens = ro.step_tokens;
   sopts.speculative = !ro.speculative.empty();
+  sopts.prefix_sharing = ro.prefix_sharing;
   sopts.text_stream = text.text_stream;  // stop strings are matched here, on rank 0, which runs the scheduler
   // lm_head rows past the tokenizer (vocabulary padding) have no text: never choose them.
   if (text.vocab_size > 0 && text.vocab_size < runner.vocab_size()) {
@@ -61,7 +62,11 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
         {"command", "generate"},
         {"requests", files.requests_json(done)},
         {"steps", st.steps},
-        {"tokens", {{"prefill", st.prefill_tokens}, {"decode", st.decode_tokens}, {"generated", generated}}},
+        {"tokens",
+         {{"prefill", st.prefill_tokens},
+          {"prefill_reused", st.prefill_reused},
+          {"decode", st.decode_tokens},
+          {"generated", generated}}},
         {"seconds",
          {{"generation", wall},
           {"prefill_steps", st.prefill_seconds},
@@ -132,10 +137,11 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
                  ro.speculative.c_str(), (long long)scheduler.stats().drafted, (long long)scheduler.stats().accepted,
                  100.0 * fig["speculative"]["acceptance_rate"].get<double>());
   std::fprintf(stderr,
-               "%s: %zu requests (%lld bad lines, %lld failed); %lld prompt tokens, %lld generated in %.2f s "
-               "(%.1f generated tokens/s)\n",
+               "%s: %zu requests (%lld bad lines, %lld failed); %lld prompt tokens computed, %lld read from shared "
+               "prefixes, %lld generated in %.2f s (%.1f generated tokens/s)\n",
                paths.command, files.runnable.size(), (long long)files.errors, (long long)files.failed,
-               (long long)scheduler.stats().prefill_tokens, (long long)generated,
+               (long long)scheduler.stats().prefill_tokens, (long long)scheduler.stats().prefill_reused,
+               (long long)generated,
                fig["seconds"]["generation"].get<double>(), fig["tokens_per_second"]["generated"].get<double>());
   return fig;
 }

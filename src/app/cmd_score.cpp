@@ -38,7 +38,7 @@ nlohmann::json score_on_rank0(Cluster& cluster, StepRunner& runner, const RunOpt
   RunProgress progress(paths.command, int64_t(files.runnable.size()));
   // A signal (on any rank) or a failed write stops the run within one step.
   auto should_stop = [&] { return !files.write_error.empty() || cluster.stop_requested().signal != 0; };
-  Scorer scorer(runner, ScorerOptions{ro.step_tokens, logits_dir, token_limit, should_stop});
+  Scorer scorer(runner, ScorerOptions{ro.step_tokens, logits_dir, token_limit, should_stop, ro.prefix_sharing});
   const auto t0 = std::chrono::steady_clock::now();
   int64_t done = 0;
   // The run's figures so far (running --metrics updates, after each request) or at the end.
@@ -47,7 +47,9 @@ nlohmann::json score_on_rank0(Cluster& cluster, StepRunner& runner, const RunOpt
     const double tps = secs > 0 ? double(scorer.tokens_scored()) / secs : 0.0;
     return nlohmann::json{{"command", "score"},
                           {"requests", files.requests_json(done)},
-                          {"tokens", {{"prefill", scorer.tokens_scored()}, {"decode", 0}}},
+                          {"tokens", {{"prefill", scorer.tokens_scored()},
+                                      {"prefill_reused", scorer.tokens_reused()},
+                                      {"decode", 0}}},
                           {"seconds", {{"prefill", secs}, {"decode", 0.0}}},
                           {"tokens_per_second", {{"prefill", tps}, {"decode", 0.0}}}};
   };
@@ -68,9 +70,11 @@ nlohmann::json score_on_rank0(Cluster& cluster, StepRunner& runner, const RunOpt
     cluster.end_early(files.end_early(paths, cluster.stop_requested()));
     return fig;
   }
-  std::fprintf(stderr, "%s: %lld requests (%lld bad lines, %lld failed), %lld tokens in %.2f s (%.1f tokens/s)\n",
+  std::fprintf(stderr,
+               "%s: %lld requests (%lld bad lines, %lld failed), %lld tokens computed, %lld read from shared "
+               "prefixes, in %.2f s (%.1f tokens/s)\n",
                paths.command, (long long)files.total, (long long)files.errors, (long long)files.failed,
-               (long long)scorer.tokens_scored(),
+               (long long)scorer.tokens_scored(), (long long)scorer.tokens_reused(),
                fig["seconds"]["prefill"].get<double>(), fig["tokens_per_second"]["prefill"].get<double>());
   return fig;
 }

@@ -39,7 +39,10 @@ void add_run_options(po::options_description& desc, RunOptions& o) {
       ("metrics-interval", po::value(&o.metrics_interval)->default_value(15),
        "seconds between running updates of --metrics (\"final\": false, rank 0's figures); 0: only at the end")
       ("no-verify", po::bool_switch()->notifier([&o](bool v) { o.verify = !v; }),
-       "skip checksum verification of the weights");
+       "skip checksum verification of the weights")
+      ("no-prefix-sharing", po::bool_switch()->notifier([&o](bool v) { o.prefix_sharing = !v; }),
+       "compute every request's prompt in full: by default full 64-token blocks a request starts with that "
+       "an earlier request of the job computed are read from the KV cache (the same results either way)");
 }
 
 bool parse_args(const std::vector<std::string>& args, const char* usage, po::options_description& desc,

@@ -26,6 +26,7 @@ struct RunOptions {
   std::string metrics_path; // --metrics FILE.json
   double metrics_interval = 15;  // seconds between running updates of --metrics (0: only at the end)
   std::string speculative;  // generate --speculative mtp ("" : plain decoding)
+  bool prefix_sharing = true;  // --no-prefix-sharing turns it off (scheduler/prefix_cache.hpp)
 };
 
 void add_run_options(boost::program_options::options_description& desc, RunOptions& o);

@@ -15,6 +15,22 @@ struct TokenRow {
   int32_t pos = 0;   // position of this token in its sequence (0-based)
 };
 
+// Shared prefixes (scheduler/prefix_cache.hpp): a full block of a slot's
+// cache kept under an id after its sequence ends, given to other slots whose
+// sequences start with the same tokens, and dropped when evicted. The
+// coordinator decides; every rank holding the cache applies the same ops, so
+// block tables stay identical across pipeline stages.
+struct KvPrefixOp {
+  enum Kind : int32_t { kKeep = 0, kShare = 1, kDrop = 2 };
+  int32_t kind = kKeep;
+  // keep: the slot whose block `block` is kept; share: the slot whose table
+  // gets the kept block as its block `block`; drop: the slot that kept it
+  // (it names the pool, in expert parallel).
+  int32_t slot = 0;
+  int32_t block = 0;  // index in the slot's block table (positions 64 * block, ...)
+  int32_t id = 0;     // the kept block's id, unique within its pool
+};
+
 struct Batch {
   Batch() = default;
   // Implicit, so Batch{{{slot, pos}, ...}} still reads as rows (and -Wextra
@@ -24,6 +40,9 @@ struct Batch {
   // Slots whose sequences have ended: their KV-cache blocks return to the
   // pool before this batch's rows take blocks (see KvCache::prepare).
   std::vector<int32_t> released;
+  // Applied by KvCache::prepare: keeps, then `released`, then drops, then
+  // shares (each in list order), then the rows take blocks.
+  std::vector<KvPrefixOp> prefix_ops;
   int64_t size() const { return int64_t(rows.size()); }
 };
 

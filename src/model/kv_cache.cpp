@@ -23,6 +23,7 @@ KvCache::KvCache(const ModelConfig& cfg, const LayerRange& range, int32_t slots,
   table_.resize(size_t(slots));
   free_.resize(size_t(blocks_));
   for (int64_t b = 0; b < blocks_; ++b) free_[size_t(b)] = int32_t(blocks_ - 1 - b);
+  refs_.assign(size_t(blocks_), 0);
   const size_t rows = size_t(layers_) * size_t(blocks_) * size_t(kBlockTokens);
   c_kv_.assign(rows * size_t(kv_lora_), 0.0f);
   k_pe_.assign(rows * size_t(rope_), 0.0f);
@@ -30,31 +31,82 @@ KvCache::KvCache(const ModelConfig& cfg, const LayerRange& range, int32_t slots,
 
 int64_t KvCache::bytes() const { return int64_t((c_kv_.size() + k_pe_.size()) * sizeof(float)); }
 
+void KvCache::unref(int32_t block) {
+  if (--refs_[size_t(block)] == 0) free_.push_back(block);
+}
+
 void KvCache::release(int32_t slot) {
   if (slot < 0 || slot >= slots_) throw Error("KvCache: release of slot " + std::to_string(slot) + " of " +
                                               std::to_string(slots_));
   auto& t = table_[size_t(slot)];
-  free_.insert(free_.end(), t.begin(), t.end());
+  for (int32_t b : t) unref(b);
   t.clear();
   // Lowest id taken first: the order of the free list then does not depend on release order.
   std::sort(free_.begin(), free_.end(), std::greater<int32_t>());
 }
 
+void KvCache::apply(const KvPrefixOp& op) {
+  const std::string what = "KvCache: prefix op " + std::to_string(op.kind) + " (slot " + std::to_string(op.slot) +
+                           ", block " + std::to_string(op.block) + ", id " + std::to_string(op.id) + "): ";
+  if (op.slot < 0 || op.slot >= slots_) throw Error(what + "no such slot");
+  auto& t = table_[size_t(op.slot)];
+  switch (op.kind) {
+    case KvPrefixOp::kKeep: {
+      if (op.block < 0 || size_t(op.block) >= t.size()) throw Error(what + "the slot has no such block");
+      if (!kept_.emplace(op.id, t[size_t(op.block)]).second) throw Error(what + "the id is already kept");
+      ++refs_[size_t(t[size_t(op.block)])];
+      return;
+    }
+    case KvPrefixOp::kShare: {
+      if (op.block == 0 && !t.empty()) release(op.slot);  // a new sequence in the slot
+      const auto it = kept_.find(op.id);
+      if (it == kept_.end()) throw Error(what + "no block is kept under the id");
+      if (op.block != int32_t(t.size())) throw Error(what + "shared blocks must extend the table in order");
+      t.push_back(it->second);
+      ++refs_[size_t(it->second)];
+      return;
+    }
+    case KvPrefixOp::kDrop: {
+      const auto it = kept_.find(op.id);
+      if (it == kept_.end()) throw Error(what + "no block is kept under the id");
+      unref(it->second);
+      kept_.erase(it);
+      std::sort(free_.begin(), free_.end(), std::greater<int32_t>());
+      return;
+    }
+    default:
+      throw Error(what + "unknown kind");
+  }
+}
+
+int32_t KvCache::take_block(int32_t slot, int32_t pos) {
+  if (free_.empty())
+    throw Error("KV cache pool exhausted: slot " + std::to_string(slot) + " position " + std::to_string(pos) +
+                " needs a block and all " + std::to_string(blocks_) + " blocks of " + std::to_string(kBlockTokens) +
+                " positions are taken (raise --kv-cache-tokens)");
+  const int32_t b = free_.back();
+  free_.pop_back();
+  refs_[size_t(b)] = 1;
+  return b;
+}
+
 void KvCache::prepare(const Batch& batch) {
+  for (const KvPrefixOp& op : batch.prefix_ops)
+    if (op.kind == KvPrefixOp::kKeep) apply(op);
   for (int32_t s : batch.released) release(s);
+  for (const KvPrefixOp& op : batch.prefix_ops)
+    if (op.kind != KvPrefixOp::kKeep && op.kind != KvPrefixOp::kShare) apply(op);  // drops (and unknown kinds)
+  for (const KvPrefixOp& op : batch.prefix_ops)
+    if (op.kind == KvPrefixOp::kShare) apply(op);
   for (const TokenRow& r : batch.rows) {
     if (r.slot < 0 || r.slot >= slots_ || r.pos < 0 || r.pos >= max_len_) continue;  // check_rows reports these
     auto& t = table_[size_t(r.slot)];
     if (r.pos == 0 && !t.empty()) release(r.slot);  // a new sequence in a slot that was not released
     const size_t need = size_t(r.pos / kBlockTokens) + 1;
-    while (t.size() < need) {
-      if (free_.empty())
-        throw Error("KV cache pool exhausted: slot " + std::to_string(r.slot) + " position " + std::to_string(r.pos) +
-                    " needs a block and all " + std::to_string(blocks_) + " blocks of " +
-                    std::to_string(kBlockTokens) + " positions are taken (raise --kv-cache-tokens)");
-      t.push_back(free_.back());
-      free_.pop_back();
-    }
+    while (t.size() < need) t.push_back(take_block(r.slot, r.pos));
+    if (refs_[size_t(t[need - 1])] != 1)
+      throw Error("KvCache: slot " + std::to_string(r.slot) + " position " + std::to_string(r.pos) +
+                  " would write a shared (read-only) block");
   }
 }
 

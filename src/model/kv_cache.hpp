@@ -9,9 +9,17 @@
 // starts in the slot at position 0). So total memory is set by the pool size,
 // not by slots x context.
 //
-// Allocation is a pure function of the batches seen (released slots, then
-// rows in order, lowest free block first): every rank holding a part of the
-// same cache (pipeline stages) gets identical block tables from the same steps.
+// Allocation is a pure function of the batches seen (prefix ops and released
+// slots, then rows in order, lowest free block first): every rank holding a
+// part of the same cache (pipeline stages) gets identical block tables from
+// the same steps.
+//
+// Shared prefixes: a block is reference-counted (each table holding it, and
+// its kept id if it has one) and returns to the pool when the last holder
+// lets go. A shared block is read-only: a row that would write a block
+// someone else holds is refused (Error), so a sharing bug cannot corrupt
+// another sequence's cache silently.
+#include <unordered_map>
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -41,11 +49,13 @@ class KvCache {
   int64_t free_blocks() const { return int64_t(free_.size()); }
   int64_t bytes() const;
 
-  // Before a batch's layers run: frees the blocks of batch.released slots,
-  // then gives every row's position a block. Throws Error when the pool runs
-  // dry (the scheduler reserves blocks at admission so it never does).
+  // Before a batch's layers run: applies batch.prefix_ops and frees the
+  // blocks of batch.released slots (in the order batch.hpp gives), then gives
+  // every row's position a block. Throws Error when the pool runs dry (the
+  // scheduler reserves blocks at admission so it never does).
   void prepare(const Batch& batch);
   void release(int32_t slot);
+  int64_t kept_blocks() const { return int64_t(kept_.size()); }  // blocks held under an id
 
   // The [kBlockTokens, dim] rows of the block holding `pos` of a slot in a
   // layer (row pos % kBlockTokens is pos's); the block must be allocated.
@@ -56,11 +66,16 @@ class KvCache {
 
  private:
   size_t block_index(int32_t slot, int64_t layer, int32_t pos) const;  // (layer, block) in blocks
+  void apply(const KvPrefixOp& op);
+  void unref(int32_t block);
+  int32_t take_block(int32_t slot, int32_t pos);
   int64_t kv_lora_, rope_, layer0_, layers_;
   int32_t slots_, max_len_;
   int64_t blocks_;
   std::vector<std::vector<int32_t>> table_;  // [slot] block ids of positions 0, 64, 128, ...
   std::vector<int32_t> free_;                // free block ids, lowest last (taken first)
+  std::vector<int32_t> refs_;                // [blocks] holders: tables and kept ids
+  std::unordered_map<int32_t, int32_t> kept_;  // kept id -> block
   std::vector<float> c_kv_, k_pe_;           // [layers, blocks, kBlockTokens, dim]
 };
 

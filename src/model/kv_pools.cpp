@@ -35,15 +35,32 @@ KvLedger::KvLedger(const KvPools& pools, int32_t slots)
     : pools_(pools), free_(size_t(pools.pools()), pools.blocks_per_pool()), reserved_(size_t(std::max(slots, 0)), 0) {}
 
 bool KvLedger::can_reserve(int32_t slot, int64_t positions) const {
-  return free_.at(size_t(pools_.pool_of(slot))) >= pools_.blocks_for(positions);
+  return can_reserve_blocks(slot, pools_.blocks_for(positions));
 }
 
-void KvLedger::reserve(int32_t slot, int64_t positions) {
-  if (!can_reserve(slot, positions))
-    throw Error("KV cache: slot " + std::to_string(slot) + " reserves " + std::to_string(pools_.blocks_for(positions)) +
+void KvLedger::reserve(int32_t slot, int64_t positions) { reserve_blocks(slot, pools_.blocks_for(positions)); }
+
+bool KvLedger::can_reserve_blocks(int32_t slot, int64_t blocks) const {
+  return free_.at(size_t(pools_.pool_of(slot))) >= blocks;
+}
+
+void KvLedger::reserve_blocks(int32_t slot, int64_t blocks) {
+  if (!can_reserve_blocks(slot, blocks))
+    throw Error("KV cache: slot " + std::to_string(slot) + " reserves " + std::to_string(blocks) +
                 " blocks, its pool has " + std::to_string(free_.at(size_t(pools_.pool_of(slot)))) + " free");
-  free_[size_t(pools_.pool_of(slot))] -= pools_.blocks_for(positions);
-  reserved_.at(size_t(slot)) += pools_.blocks_for(positions);
+  free_[size_t(pools_.pool_of(slot))] -= blocks;
+  reserved_.at(size_t(slot)) += blocks;
+}
+
+void KvLedger::to_cache(int32_t slot) {
+  if (!pools_.limited()) return;
+  if (reserved_.at(size_t(slot)) < 1)
+    throw Error("KV cache: slot " + std::to_string(slot) + " keeps a block it has not reserved");
+  --reserved_[size_t(slot)];
+}
+
+void KvLedger::from_cache(int32_t pool) {
+  if (pools_.limited()) ++free_.at(size_t(pool));
 }
 
 void KvLedger::release(int32_t slot) {

@@ -63,6 +63,16 @@ class KvLedger {
   void reserve(int32_t slot, int64_t positions);
   void release(int32_t slot);  // returns the slot's reservation (none: no-op)
 
+  // In blocks, for shared prefixes (scheduler/prefix_cache.hpp): a sequence
+  // that shares kept blocks reserves only the rest; a block it keeps moves
+  // from its reservation to the cache (to_cache), and returns to the pool
+  // when the cache drops it (from_cache).
+  bool can_reserve_blocks(int32_t slot, int64_t blocks) const;
+  void reserve_blocks(int32_t slot, int64_t blocks);
+  void to_cache(int32_t slot);
+  void from_cache(int32_t pool);
+  int64_t free_blocks(int32_t pool) const { return free_.at(size_t(pool)); }
+
  private:
   KvPools pools_;
   std::vector<int64_t> free_;      // [pools] blocks not reserved

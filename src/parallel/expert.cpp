@@ -39,6 +39,7 @@ StepOutput ExpertRank::run_rows(uint64_t ticket, const StepInput& in) {
   StepInput local = in;
   for (TokenRow& r : local.batch.rows) r.slot = kv.local_slot(r.slot);
   for (int32_t& s : local.batch.released) s = kv.local_slot(s);
+  for (KvPrefixOp& op : local.batch.prefix_ops) op.slot = kv.local_slot(op.slot);
   const int64_t n = local.batch.size();
   std::vector<float> x(size_t(n * cfg_.hidden_size));
   model_.embed(local.tokens.data(), n, x.data());
@@ -109,6 +110,7 @@ void ExpertRunner::submit(uint64_t ticket, const StepInput& in) {
   }
   for (auto& p : parts) p.return_logits = in.return_logits;
   for (int32_t s : in.batch.released) parts[size_t(kv.pool_of(s))].batch.released.push_back(s);  // to the slot's owner
+  for (const KvPrefixOp& op : in.batch.prefix_ops) parts[size_t(kv.pool_of(op.slot))].batch.prefix_ops.push_back(op);
   auto t0 = clock_type::now();
   for (int r = 1; r < ranks; ++r) ch_.send(r, kTagStep, encode_step(ticket, parts[size_t(r)], nullptr, 0));
   wait_ += since(t0);

@@ -77,6 +77,7 @@ void Speculator::choose_and_draft(const Transformer& model, const float* x, cons
   for (int64_t i = 0; i < m; ++i) logit_of[size_t(in.logit_rows[size_t(i)])] = i;
   Batch rows;
   rows.released = in.batch.released;
+  rows.prefix_ops = in.batch.prefix_ops;
   std::vector<int32_t> next;
   std::vector<int64_t> src;  // batch row of each MTP row
   for (int64_t r = 0; r < n; ++r) {

@@ -18,6 +18,7 @@ struct StepHeader {
   int32_t released;      // then [released] slot ids (Batch::released)
   int32_t has_mtp;       // then [n] mtp_next
   int32_t has_drafts;    // then [m] drafts
+  int32_t prefix_ops;    // then [prefix_ops] KvPrefixOp (Batch::prefix_ops)
 };
 
 struct ResultHeader {
@@ -79,8 +80,9 @@ std::vector<std::byte> encode_step(uint64_t ticket, const StepInput& in, const f
   const bool mtp = !in.mtp_next.empty(), drafts = !in.drafts.empty();
   if ((mtp && int64_t(in.mtp_next.size()) != n) || (drafts && int64_t(in.drafts.size()) != m))
     throw Error("encode_step: MTP tokens or drafts do not match the rows");
+  const int32_t ops = int32_t(in.batch.prefix_ops.size());
   StepHeader h{ticket, n, m, in.return_logits ? 1 : 0, x ? 1 : 0, sampling ? 1 : 0, released, mtp ? 1 : 0,
-               drafts ? 1 : 0};
+               drafts ? 1 : 0, ops};
   Writer w(sizeof h + size_t(n) * 12 + size_t(m) * (8 + sizeof(SamplingParams)) + (x ? size_t(n * hidden) * 4 : 0));
   w.put(&h, 1);
   w.put(in.tokens.data(), size_t(n));
@@ -90,6 +92,7 @@ std::vector<std::byte> encode_step(uint64_t ticket, const StepInput& in, const f
   w.put(in.batch.released.data(), size_t(released));
   if (mtp) w.put(in.mtp_next.data(), size_t(n));
   if (drafts) w.put(in.drafts.data(), size_t(m));
+  w.put(in.batch.prefix_ops.data(), size_t(ops));
   if (x) w.put(x, size_t(n * hidden));
   return w.take();
 }
@@ -101,6 +104,7 @@ WireStep decode_step(std::span<const std::byte> bytes, int64_t hidden) {
   check_count(h.n, int64_t(bytes.size()), "rows");
   check_count(h.m, h.n, "logit rows");
   check_count(h.released, int64_t(bytes.size()), "released slots");
+  check_count(h.prefix_ops, int64_t(bytes.size()), "prefix ops");
   WireStep s;
   s.ticket = h.ticket;
   s.input.return_logits = h.return_logits != 0;
@@ -124,6 +128,8 @@ WireStep decode_step(std::span<const std::byte> bytes, int64_t hidden) {
     s.input.drafts.resize(size_t(h.m));
     r.get(s.input.drafts.data(), size_t(h.m));
   }
+  s.input.batch.prefix_ops.resize(size_t(h.prefix_ops));
+  r.get(s.input.batch.prefix_ops.data(), size_t(h.prefix_ops));
   if (h.has_x) {
     s.x.resize(size_t(h.n * hidden));
     r.get(s.x.data(), s.x.size());

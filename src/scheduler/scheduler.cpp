@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "scheduler/prefix_cache.hpp"
 
 namespace trillion {
 
@@ -22,6 +23,8 @@ struct Sequence {
   std::unique_ptr<TokenTextStream> stream;  // with stop strings only
   std::unique_ptr<StopMatcher> stop;
   int32_t draft = -1;           // speculative: the MTP layer's draft of the token after tokens.back()
+  std::vector<int32_t> prefix;  // kept blocks this sequence pins (shared or kept by it), in chain order
+  int64_t keep_from = 0;        // the next prompt block to keep
   bool prefilling() const { return cached < int64_t(req->prompt_token_ids.size()); }
 };
 
@@ -51,6 +54,9 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
   const int64_t max_len = runner_.max_len();
   const KvPools kv = runner_.kv_pools();
   KvLedger ledger(kv, runner_.slots());  // blocks reserved by running sequences
+  PrefixCache cache(kv, ledger);         // kept blocks of prompts
+  const bool sharing = opts_.prefix_sharing && !opts_.speculative && kv.limited();  // fakes have no cache
+  std::vector<KvPrefixOp> pending_ops;   // for the next submitted step
   std::vector<int32_t> released = std::exchange(warmup_slots_, {});  // slots finished since the last submitted step
   int in_flight = 0;
   size_t next_group = 0;
@@ -75,13 +81,45 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
         done(res);
         continue;
       }
-      auto fits = [&](int32_t slot) { return ledger.can_reserve(slot, positions); };
-      auto it = std::find_if(g.free_slots.rbegin(), g.free_slots.rend(), fits);
-      if (it == g.free_slots.rend()) break;  // wait for running sequences to finish
-      std::swap(*it, g.free_slots.back());
+      // The free slot (latest freed first) whose pool shares the most of the
+      // prompt and has room for the rest; then, evicting unpinned kept
+      // blocks, the first whose pool can make room.
+      const int64_t need = kv.blocks_for(positions);
+      const int64_t shareable = sharing ? (int64_t(r->prompt_token_ids.size()) - 1) / cache.block_tokens() : 0;
+      std::vector<std::vector<int32_t>> match(size_t(kv.pools()));
+      std::vector<bool> matched(size_t(kv.pools()), false);
+      auto match_of = [&](int32_t slot) -> const std::vector<int32_t>& {
+        const size_t p = size_t(kv.pool_of(slot));
+        if (!matched[p] && shareable > 0) match[p] = cache.match(int32_t(p), r->prompt_token_ids, shareable);
+        matched[p] = true;
+        return match[p];
+      };
+      auto chosen = g.free_slots.rend();
+      for (auto it = g.free_slots.rbegin(); it != g.free_slots.rend(); ++it) {
+        const auto& ids = match_of(*it);
+        if (ledger.can_reserve_blocks(*it, std::max<int64_t>(0, need - int64_t(ids.size()))) &&
+            (chosen == g.free_slots.rend() || ids.size() > match_of(*chosen).size()))
+          chosen = it;
+      }
+      for (auto it = g.free_slots.rbegin(); chosen == g.free_slots.rend() && it != g.free_slots.rend(); ++it) {
+        const auto& ids = match_of(*it);
+        cache.pin(ids);  // not evicted to make room for the request that shares them
+        while (!ledger.can_reserve_blocks(*it, std::max<int64_t>(0, need - int64_t(ids.size()))) &&
+               cache.evict(kv.pool_of(*it), pending_ops) != PrefixCache::kNone) {}
+        cache.unpin(ids);
+        if (ledger.can_reserve_blocks(*it, std::max<int64_t>(0, need - int64_t(ids.size())))) chosen = it;
+      }
+      if (chosen == g.free_slots.rend()) break;  // wait for running sequences to finish
+      std::swap(*chosen, g.free_slots.back());
       pending.pop_front();
       Sequence s;
-      ledger.reserve(g.free_slots.back(), positions);
+      s.prefix = match_of(g.free_slots.back());
+      ledger.reserve_blocks(g.free_slots.back(), std::max<int64_t>(0, need - int64_t(s.prefix.size())));
+      cache.pin(s.prefix);
+      PrefixCache::share_ops(g.free_slots.back(), s.prefix, pending_ops);
+      s.cached = s.keep_from = int64_t(s.prefix.size());
+      s.cached *= cache.block_tokens();
+      stats_.prefill_reused += s.cached;
       s.req = r;
       s.tokens = r->prompt_token_ids;
       if (!r->stop.empty()) {
@@ -109,6 +147,8 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
     StepInput in;
     in.batch.released = std::move(released);
     released.clear();
+    in.batch.prefix_ops = std::move(pending_ops);
+    pending_ops.clear();
     g.wants.clear();
     g.has_prefill = false;
     const bool spec = opts_.speculative;
@@ -157,6 +197,13 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
       }
       s.cached += take;
       stats_.prefill_tokens += take;
+      // The prompt's full blocks this chunk completed: kept by the next step
+      // (after this one has written them on every rank).
+      for (const int64_t B = cache.block_tokens(); sharing && (s.keep_from + 1) * B <= s.cached; ++s.keep_from) {
+        const int32_t parent = s.prefix.empty() ? PrefixCache::kNone : s.prefix.back();
+        const auto span = std::span<const int32_t>(s.tokens).subspan(size_t(s.keep_from * B), size_t(B));
+        s.prefix.push_back(cache.keep(s.slot, parent, int32_t(s.keep_from), span, pending_ops).id);
+      }
       if (s.cached == prompt) {  // the chunk ends the prompt: its last row yields a token
         in.logit_rows.push_back(in.batch.size() - 1);
         in.sampling.push_back(params_for(s));
@@ -238,6 +285,7 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
         }
         done(res);
         g.free_slots.push_back(s.slot);
+        cache.unpin(s.prefix);
         ledger.release(s.slot);
         released.push_back(s.slot);
         s.req = nullptr;
@@ -264,6 +312,7 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
     if (in_flight == 0 && stopping) return false;  // the steps in flight have finished
     if (in_flight == 0) {  // nothing running and nothing could start: all done
       if (!pending.empty()) throw Error("scheduler: a request could not be admitted into an empty cache");
+      cache.check_drained("scheduler");
       break;
     }
     StepOutput out = runner_.next();

@@ -13,7 +13,9 @@
 // nothing waits on anything but finishing sequences. Admission is in request
 // order: a request that must wait holds back those behind it. A finished
 // sequence's slot is released in the next step, which every rank's cache
-// applies before that step's rows take blocks.
+// applies before that step's rows take blocks. With shared prefixes a request
+// reserves only the blocks it does not share, and kept blocks are evicted
+// (least recently used) when a request needs their room.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -42,11 +44,16 @@ struct SchedulerOptions {
   // and the MTP layer's draft of the next (verified by the head, exact for
   // greedy and sampling); the runner must have been made speculative.
   bool speculative = false;
+  // Shared prefixes (prefix_cache.hpp): a prompt's full blocks that another
+  // request kept are read, not computed again. Off with speculative (the MTP
+  // layer's cache at a block's last position depends on the token after it).
+  bool prefix_sharing = true;
 };
 
 struct SchedulerStats {
   int64_t steps = 0;
-  int64_t prefill_tokens = 0;
+  int64_t prefill_tokens = 0;   // prompt positions computed
+  int64_t prefill_reused = 0;   // prompt positions read from shared prefixes instead
   int64_t decode_tokens = 0;
   double prefill_seconds = 0;  // submit-to-result time of steps that carried prefill rows
   double decode_seconds = 0;   // submit-to-result time of decode-only steps

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <deque>
 #include <memory>
+#include <unordered_map>
 
 #include "common/error.hpp"
 #include "common/npy.hpp"
+#include "scheduler/prefix_cache.hpp"
 
 namespace trillion {
 
@@ -33,6 +35,20 @@ struct Job {  // one request being scored
   ScoreResult result;
   std::unique_ptr<NpyRowWriter> npy;
   int64_t chunks_left = 0;
+  int64_t shared = 0;                // blocks read from the cache (positions [0, shared * B))
+  std::vector<int32_t> prefix;       // kept ids it pins: the shared chain, then blocks it kept
+  std::vector<std::pair<int64_t, int32_t>> fresh;  // (block, id) it kept first: their rows go to the cache
+  std::unordered_map<int64_t, std::vector<float>> last_rows;  // block -> logits of its last position
+};
+
+// A kept block's results, from the request that computed it: each position's
+// greedy id, the log-probs of the targets inside the block, and the logits
+// of its last position (whose target is the next block's first token, which
+// differs between the requests that share the block).
+struct BlockRows {
+  std::vector<int32_t> greedy;
+  std::vector<double> inner;
+  std::vector<float> last;
 };
 
 struct Chunk {  // one submitted step: rows [begin, begin + n) of a job
@@ -51,9 +67,45 @@ bool Scorer::run(const std::vector<const ScoreRequest*>& requests,
   std::deque<Chunk> in_flight;
   size_t next_done = 0;  // results are reported in request order
 
+  const KvPools kv = runner_.kv_pools();
+  KvLedger ledger(kv, runner_.slots());
+  PrefixCache cache(kv, ledger);
+  const bool sharing = opts_.prefix_sharing && kv.limited() && opts_.logits_dir.empty();
+  const int64_t B = cache.block_tokens();
+  std::vector<KvPrefixOp> pending_ops;  // for the next submitted step
+  std::unordered_map<int32_t, BlockRows> kept_rows;  // by kept id, once its request is reported
+
+  // The rows a request read from the cache, from the requests that computed them.
+  auto fill_shared = [&](Job& j) {
+    const auto& ids = j.result.request->token_ids;
+    for (int64_t b = 0; b < j.shared; ++b) {
+      const BlockRows& br = kept_rows.at(j.prefix[size_t(b)]);
+      for (int64_t i = 0; i < B; ++i) {
+        const int64_t p = b * B + i;
+        j.result.greedy_ids[size_t(p)] = br.greedy[size_t(i)];
+        if (br.greedy[size_t(i)] < 0 && j.result.error.empty())
+          j.result.error = "the model's logits were not finite at position " + std::to_string(p);
+        j.result.token_logprobs[size_t(p)] =
+            i + 1 < B ? br.inner[size_t(i)] : token_logprob(br.last.data(), vocab, ids[size_t(p + 1)]);
+      }
+    }
+    for (const auto& [b, id] : j.fresh) {
+      BlockRows br;
+      br.greedy.assign(j.result.greedy_ids.begin() + b * B, j.result.greedy_ids.begin() + (b + 1) * B);
+      br.inner.assign(j.result.token_logprobs.begin() + b * B, j.result.token_logprobs.begin() + (b + 1) * B - 1);
+      br.last = std::move(j.last_rows.at(b));
+      kept_rows[id] = std::move(br);
+    }
+    cache.unpin(j.prefix);
+    j.prefix.clear();
+    j.fresh.clear();
+    j.last_rows.clear();  // a row of logits per block: not kept for the whole run
+  };
+
   auto report_ready = [&] {
     while (next_done < jobs.size() && jobs[next_done].chunks_left == 0 && jobs[next_done].result.request) {
       Job& j = jobs[next_done];
+      fill_shared(j);
       if (j.npy && j.result.error.empty()) {
         try {
           j.npy->close();
@@ -85,6 +137,8 @@ bool Scorer::run(const std::vector<const ScoreRequest*>& requests,
       j.result.greedy_ids.push_back(out.tokens[size_t(i)]);
       if (c.begin + i + 1 < T)
         j.result.token_logprobs.push_back(token_logprob(row, vocab, ids[size_t(c.begin + i + 1)]));
+      const int64_t p = c.begin + i;
+      if (sharing && (p + 1) % B == 0) j.last_rows[p / B].assign(row, row + vocab);
     }
     if (j.npy && j.result.error.empty()) {
       try {
@@ -119,17 +173,47 @@ bool Scorer::run(const std::vector<const ScoreRequest*>& requests,
         continue;
       }
     }
-    const int32_t slot = int32_t(k % size_t(runner_.slots()));
-    // One sequence at a time holds cache blocks (its slot is released right
-    // after its last chunk), so a sequence fits when one pool can hold it.
-    if (const KvPools kv = runner_.kv_pools(); !kv.fits_empty(T)) {
+    // One sequence at a time holds cache blocks of its own (its slot is
+    // released right after its last chunk), so a sequence fits when one pool
+    // can hold it; kept blocks make room by eviction.
+    if (!kv.fits_empty(T)) {
       j.result.error = std::to_string(T) + " tokens are more than the KV-cache pool's " +
                        std::to_string(kv.pool_positions()) + " positions (raise --kv-cache-tokens)";
       j.chunks_left = 0;
       report_ready();
       continue;
     }
-    for (int64_t begin = 0; begin < T; begin += chunk) {
+    // The slot: in the pool that shares the most of the sequence (the
+    // pools are the ranks' in expert parallel); any slot of a pool will do.
+    int32_t slot = int32_t(k % size_t(runner_.slots()));
+    if (sharing) {
+      for (int32_t p = 0; p < kv.pools() && p < runner_.slots(); ++p) {
+        auto ids = cache.match(p, req.token_ids, (T - 1) / B);
+        if (ids.size() > j.prefix.size()) {
+          j.prefix = std::move(ids);
+          slot = p;
+        }
+      }
+    }
+    cache.pin(j.prefix);
+    j.shared = int64_t(j.prefix.size());
+    const int64_t need = std::max<int64_t>(0, kv.blocks_for(T) - j.shared);
+    while (!ledger.can_reserve_blocks(slot, need)) {
+      if (const int32_t gone = cache.evict(kv.pool_of(slot), pending_ops); gone != PrefixCache::kNone) {
+        kept_rows.erase(gone);
+        continue;
+      }
+      if (in_flight.empty()) throw Error("scorer: the KV-cache pool has no room for a sequence that fits it");
+      collect();  // an earlier request's report unpins its blocks
+    }
+    ledger.reserve_blocks(slot, need);
+    PrefixCache::share_ops(slot, j.prefix, pending_ops);
+    const int64_t start = j.shared * B;
+    j.chunks_left = (T - start + chunk - 1) / chunk;
+    j.result.greedy_ids.assign(size_t(start), 0);
+    j.result.token_logprobs.assign(size_t(start), 0.0);
+    reused_ += start;
+    for (int64_t begin = start; begin < T; begin += chunk) {
       // A stop mid-sequence leaves it unreported (a rerun scores it again).
       if (opts_.should_stop && opts_.should_stop()) {
         stopped = true;
@@ -146,15 +230,28 @@ bool Scorer::run(const std::vector<const ScoreRequest*>& requests,
       }
       in.batch.released = std::move(released);  // applied on every rank before this step's rows
       released.clear();
+      in.batch.prefix_ops = std::move(pending_ops);
+      pending_ops.clear();
       while (int(in_flight.size()) >= M) collect();
       runner_.submit(k, in);
       in_flight.push_back({k, begin, n});
+      // The full blocks this chunk completed: kept by the next step (after
+      // this one has written them on every rank).
+      for (int64_t b = begin / B; sharing && (b + 1) * B <= begin + n; ++b) {
+        const int32_t parent = j.prefix.empty() ? PrefixCache::kNone : j.prefix.back();
+        const auto span = std::span<const int32_t>(req.token_ids).subspan(size_t(b * B), size_t(B));
+        const PrefixCache::Kept kept = cache.keep(slot, parent, int32_t(b), span, pending_ops);
+        j.prefix.push_back(kept.id);
+        if (kept.fresh) j.fresh.push_back({b, kept.id});
+      }
     }
     released.push_back(slot);  // every later step runs after this sequence's chunks, on every stage
-    tokens_ += T;
+    ledger.release(slot);
+    tokens_ += T - start;
   }
   while (!in_flight.empty()) collect();
   report_ready();
+  if (!stopped) cache.check_drained("scorer");
   return !stopped;
 }
 

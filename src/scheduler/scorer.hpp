@@ -2,6 +2,8 @@
 // and optionally the full logits, for token sequences. Sequences run as
 // prefill chunks through the runner, up to max_in_flight() chunks at once
 // (a pipeline's stages each work on one); results come back in order.
+// One sequence at a time holds cache blocks of its own; with shared prefixes
+// the full blocks of earlier sequences stay kept until evicted.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -23,6 +25,11 @@ struct ScorerOptions {
   // in flight finish, the requests they complete are reported (a request
   // cut short is not) and run() returns false.
   std::function<bool()> should_stop;
+  // Shared prefixes (prefix_cache.hpp): full blocks a request starts with
+  // that an earlier request computed are read from the cache, and their rows'
+  // results (greedy ids, log-probs) are the earlier request's. Off with
+  // logits_dir (every row's logits are written).
+  bool prefix_sharing = true;
 };
 
 class Scorer {
@@ -32,12 +39,14 @@ class Scorer {
   // Returns false if should_stop ended the run early.
   bool run(const std::vector<const ScoreRequest*>& requests,
            const std::function<void(const ScoreResult&)>& done);
-  int64_t tokens_scored() const { return tokens_; }
+  int64_t tokens_scored() const { return tokens_; }   // positions computed
+  int64_t tokens_reused() const { return reused_; }   // positions read from shared prefixes
 
  private:
   StepRunner& runner_;
   ScorerOptions opts_;
   int64_t tokens_ = 0;
+  int64_t reused_ = 0;
 };
 
 // log_softmax(logits)[target], in double.
