@@ -15,20 +15,23 @@ struct TokenRow {
   int32_t pos = 0;   // position of this token in its sequence (0-based)
 };
 
-// Shared prefixes (scheduler/prefix_cache.hpp): a full block of a slot's
-// cache kept under an id after its sequence ends, given to other slots whose
-// sequences start with the same tokens, and dropped when evicted. The
-// coordinator decides; every rank holding the cache applies the same ops, so
-// block tables stay identical across pipeline stages.
+// Shared prefixes (scheduler/prefix_cache.hpp): a block of a slot's cache
+// kept under an id after its sequence moves on, given whole to other slots
+// whose sequences start with the same tokens, or its first rows copied into
+// a block of their own (a match that ends inside the block), and dropped when
+// evicted. The coordinator decides; every rank holding the cache applies the
+// same ops, so block tables stay identical across pipeline stages.
 struct KvPrefixOp {
-  enum Kind : int32_t { kKeep = 0, kShare = 1, kDrop = 2 };
+  enum Kind : int32_t { kKeep = 0, kShare = 1, kDrop = 2, kCopy = 3 };
   int32_t kind = kKeep;
   // keep: the slot whose block `block` is kept; share: the slot whose table
-  // gets the kept block as its block `block`; drop: the slot that kept it
-  // (it names the pool, in expert parallel).
+  // gets the kept block as its block `block`; copy: the slot that takes a
+  // new block `block` holding the kept block's first `rows` rows; drop: the
+  // slot that kept it (it names the pool, in expert parallel).
   int32_t slot = 0;
   int32_t block = 0;  // index in the slot's block table (positions 64 * block, ...)
   int32_t id = 0;     // the kept block's id, unique within its pool
+  int32_t rows = 0;   // copy: rows copied
 };
 
 struct Batch {
@@ -41,7 +44,7 @@ struct Batch {
   // pool before this batch's rows take blocks (see KvCache::prepare).
   std::vector<int32_t> released;
   // Applied by KvCache::prepare: keeps, then `released`, then drops, then
-  // shares (each in list order), then the rows take blocks.
+  // shares, then copies (each in list order), then the rows take blocks.
   std::vector<KvPrefixOp> prefix_ops;
   int64_t size() const { return int64_t(rows.size()); }
 };

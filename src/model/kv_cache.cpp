@@ -66,6 +66,23 @@ void KvCache::apply(const KvPrefixOp& op) {
       ++refs_[size_t(it->second)];
       return;
     }
+    case KvPrefixOp::kCopy: {
+      if (op.block == 0 && !t.empty()) release(op.slot);  // a new sequence in the slot
+      const auto it = kept_.find(op.id);
+      if (it == kept_.end()) throw Error(what + "no block is kept under the id");
+      if (op.block != int32_t(t.size())) throw Error(what + "a copied block must extend the table in order");
+      if (op.rows < 1 || op.rows > kBlockTokens) throw Error(what + "rows outside 1.." + std::to_string(kBlockTokens));
+      const int32_t to = take_block(op.slot, op.block * kBlockTokens);
+      for (int64_t l = 0; l < layers_; ++l) {
+        const size_t src = size_t(l) * size_t(blocks_) + size_t(it->second), dst = size_t(l) * size_t(blocks_) + size_t(to);
+        std::copy_n(c_kv_.data() + src * size_t(kBlockTokens * kv_lora_), size_t(op.rows * kv_lora_),
+                    c_kv_.data() + dst * size_t(kBlockTokens * kv_lora_));
+        std::copy_n(k_pe_.data() + src * size_t(kBlockTokens * rope_), size_t(op.rows * rope_),
+                    k_pe_.data() + dst * size_t(kBlockTokens * rope_));
+      }
+      t.push_back(to);
+      return;
+    }
     case KvPrefixOp::kDrop: {
       const auto it = kept_.find(op.id);
       if (it == kept_.end()) throw Error(what + "no block is kept under the id");
@@ -95,9 +112,12 @@ void KvCache::prepare(const Batch& batch) {
     if (op.kind == KvPrefixOp::kKeep) apply(op);
   for (int32_t s : batch.released) release(s);
   for (const KvPrefixOp& op : batch.prefix_ops)
-    if (op.kind != KvPrefixOp::kKeep && op.kind != KvPrefixOp::kShare) apply(op);  // drops (and unknown kinds)
+    if (op.kind != KvPrefixOp::kKeep && op.kind != KvPrefixOp::kShare && op.kind != KvPrefixOp::kCopy)
+      apply(op);  // drops (and unknown kinds, refused)
   for (const KvPrefixOp& op : batch.prefix_ops)
     if (op.kind == KvPrefixOp::kShare) apply(op);
+  for (const KvPrefixOp& op : batch.prefix_ops)
+    if (op.kind == KvPrefixOp::kCopy) apply(op);
   for (const TokenRow& r : batch.rows) {
     if (r.slot < 0 || r.slot >= slots_ || r.pos < 0 || r.pos >= max_len_) continue;  // check_rows reports these
     auto& t = table_[size_t(r.slot)];

@@ -18,7 +18,8 @@
 // its kept id if it has one) and returns to the pool when the last holder
 // lets go. A shared block is read-only: a row that would write a block
 // someone else holds is refused (Error), so a sharing bug cannot corrupt
-// another sequence's cache silently.
+// another sequence's cache silently; a match that ends inside a block takes
+// a copy of the block's first rows instead (kCopy).
 #include <unordered_map>
 #pragma once
 #include <cstdint>

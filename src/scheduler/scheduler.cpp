@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <optional>
+#include <span>
 #include <utility>
 
 #include "common/error.hpp"
@@ -23,8 +25,9 @@ struct Sequence {
   std::unique_ptr<TokenTextStream> stream;  // with stop strings only
   std::unique_ptr<StopMatcher> stop;
   int32_t draft = -1;           // speculative: the MTP layer's draft of the token after tokens.back()
-  std::vector<int32_t> prefix;  // kept blocks this sequence pins (shared or kept by it), in chain order
-  int64_t keep_from = 0;        // the next prompt block to keep
+  std::vector<int32_t> chain;   // its first blocks' kept ids: shared, then kept by it
+  std::vector<int32_t> pins;    // the kept blocks it pins (shared, copied from, kept by it)
+  int64_t keep_from = 0;        // its next block to keep
   bool prefilling() const { return cached < int64_t(req->prompt_token_ids.size()); }
 };
 
@@ -82,44 +85,45 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
         continue;
       }
       // The free slot (latest freed first) whose pool shares the most of the
-      // prompt and has room for the rest; then, evicting unpinned kept
-      // blocks, the first whose pool can make room.
+      // prompt and has room for the rest; failing that, evicting unpinned
+      // kept blocks, the first whose pool can make room.
       const int64_t need = kv.blocks_for(positions);
-      const int64_t shareable = sharing ? (int64_t(r->prompt_token_ids.size()) - 1) / cache.block_tokens() : 0;
-      std::vector<std::vector<int32_t>> match(size_t(kv.pools()));
-      std::vector<bool> matched(size_t(kv.pools()), false);
-      auto match_of = [&](int32_t slot) -> const std::vector<int32_t>& {
-        const size_t p = size_t(kv.pool_of(slot));
-        if (!matched[p] && shareable > 0) match[p] = cache.match(int32_t(p), r->prompt_token_ids, shareable);
-        matched[p] = true;
-        return match[p];
+      const int64_t prompt = int64_t(r->prompt_token_ids.size());
+      std::vector<std::optional<PrefixCache::Plan>> plans(size_t(kv.pools()));
+      auto plan_of = [&](int32_t slot) -> const PrefixCache::Plan& {
+        auto& p = plans[size_t(kv.pool_of(slot))];
+        if (!p) {  // the last prompt position is always computed: its logits give the first token
+          const auto m = sharing ? cache.match(kv.pool_of(slot), r->prompt_token_ids) : PrefixCache::Match{};
+          p = cache.plan(m, std::min(m.tokens(cache.block_tokens()), prompt - 1));
+        }
+        return *p;
+      };
+      auto room = [&](int32_t slot) {
+        return ledger.can_reserve_blocks(slot, std::max<int64_t>(0, need - int64_t(plan_of(slot).share.size())));
       };
       auto chosen = g.free_slots.rend();
-      for (auto it = g.free_slots.rbegin(); it != g.free_slots.rend(); ++it) {
-        const auto& ids = match_of(*it);
-        if (ledger.can_reserve_blocks(*it, std::max<int64_t>(0, need - int64_t(ids.size()))) &&
-            (chosen == g.free_slots.rend() || ids.size() > match_of(*chosen).size()))
-          chosen = it;
-      }
+      for (auto it = g.free_slots.rbegin(); it != g.free_slots.rend(); ++it)
+        if (room(*it) && (chosen == g.free_slots.rend() || plan_of(*it).start > plan_of(*chosen).start)) chosen = it;
       for (auto it = g.free_slots.rbegin(); chosen == g.free_slots.rend() && it != g.free_slots.rend(); ++it) {
-        const auto& ids = match_of(*it);
-        cache.pin(ids);  // not evicted to make room for the request that shares them
-        while (!ledger.can_reserve_blocks(*it, std::max<int64_t>(0, need - int64_t(ids.size()))) &&
-               cache.evict(kv.pool_of(*it), pending_ops) != PrefixCache::kNone) {}
-        cache.unpin(ids);
-        if (ledger.can_reserve_blocks(*it, std::max<int64_t>(0, need - int64_t(ids.size())))) chosen = it;
+        const auto pins = plan_of(*it).pins;
+        cache.pin(pins);  // not evicted to make room for the request that reads them
+        while (!room(*it) && cache.evict(kv.pool_of(*it), pending_ops) != PrefixCache::kNone) {}
+        cache.unpin(pins);
+        if (room(*it)) chosen = it;
       }
       if (chosen == g.free_slots.rend()) break;  // wait for running sequences to finish
       std::swap(*chosen, g.free_slots.back());
       pending.pop_front();
       Sequence s;
-      s.prefix = match_of(g.free_slots.back());
-      ledger.reserve_blocks(g.free_slots.back(), std::max<int64_t>(0, need - int64_t(s.prefix.size())));
-      cache.pin(s.prefix);
-      PrefixCache::share_ops(g.free_slots.back(), s.prefix, pending_ops);
-      s.cached = s.keep_from = int64_t(s.prefix.size());
-      s.cached *= cache.block_tokens();
-      stats_.prefill_reused += s.cached;
+      const PrefixCache::Plan plan = plan_of(g.free_slots.back());
+      ledger.reserve_blocks(g.free_slots.back(), std::max<int64_t>(0, need - int64_t(plan.share.size())));
+      cache.pin(plan.pins);
+      PrefixCache::plan_ops(g.free_slots.back(), plan, pending_ops);
+      s.chain = plan.share;
+      s.pins = plan.pins;
+      s.keep_from = int64_t(plan.share.size());
+      s.cached = plan.start;
+      stats_.prefill_reused += plan.start;
       s.req = r;
       s.tokens = r->prompt_token_ids;
       if (!r->stop.empty()) {
@@ -129,6 +133,24 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
       s.slot = g.free_slots.back();
       g.free_slots.pop_back();
       g.active.push_back(std::move(s));
+    }
+  };
+
+  // Keeps the sequence's blocks written by submitted steps: its full blocks
+  // up to `cached` (while prefilling, only the prompt's: later positions are
+  // yet to be written) and, once it has finished, the partial last one.
+  auto keep_blocks = [&](Sequence& s, bool finished) {
+    const int64_t B = cache.block_tokens();
+    const int64_t upto = finished ? s.cached : std::min<int64_t>(s.cached, int64_t(s.req->prompt_token_ids.size()));
+    const auto tokens = std::span<const int32_t>(s.tokens);
+    for (; s.keep_from * B < upto; ++s.keep_from) {
+      const int64_t n = std::min(B, upto - s.keep_from * B);
+      if (n < B && !finished) break;  // a partial block is still being written
+      const int32_t parent = s.chain.empty() ? PrefixCache::kNone : s.chain.back();
+      const auto kept = cache.keep(s.slot, parent, int32_t(s.keep_from), tokens.subspan(size_t(s.keep_from * B), size_t(n)),
+                                   pending_ops);
+      s.pins.push_back(kept.id);
+      if (n == B) s.chain.push_back(kept.id);
     }
   };
 
@@ -199,11 +221,7 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
       stats_.prefill_tokens += take;
       // The prompt's full blocks this chunk completed: kept by the next step
       // (after this one has written them on every rank).
-      for (const int64_t B = cache.block_tokens(); sharing && (s.keep_from + 1) * B <= s.cached; ++s.keep_from) {
-        const int32_t parent = s.prefix.empty() ? PrefixCache::kNone : s.prefix.back();
-        const auto span = std::span<const int32_t>(s.tokens).subspan(size_t(s.keep_from * B), size_t(B));
-        s.prefix.push_back(cache.keep(s.slot, parent, int32_t(s.keep_from), span, pending_ops).id);
-      }
+      if (sharing) keep_blocks(s, false);
       if (s.cached == prompt) {  // the chunk ends the prompt: its last row yields a token
         in.logit_rows.push_back(in.batch.size() - 1);
         in.sampling.push_back(params_for(s));
@@ -285,7 +303,8 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
         }
         done(res);
         g.free_slots.push_back(s.slot);
-        cache.unpin(s.prefix);
+        if (sharing) keep_blocks(s, true);  // what it computed, generated tokens too, for later requests
+        cache.unpin(s.pins);
         ledger.release(s.slot);
         released.push_back(s.slot);
         s.req = nullptr;

@@ -35,20 +35,20 @@ struct Job {  // one request being scored
   ScoreResult result;
   std::unique_ptr<NpyRowWriter> npy;
   int64_t chunks_left = 0;
-  int64_t shared = 0;                // blocks read from the cache (positions [0, shared * B))
-  std::vector<int32_t> prefix;       // kept ids it pins: the shared chain, then blocks it kept
+  PrefixCache::Plan plan;            // what it reads from kept blocks: positions [0, plan.start)
+  std::vector<int32_t> chain;        // its first blocks' kept ids: shared, then kept by it
+  std::vector<int32_t> pins;         // the kept blocks it pins
   std::vector<std::pair<int64_t, int32_t>> fresh;  // (block, id) it kept first: their rows go to the cache
-  std::unordered_map<int64_t, std::vector<float>> last_rows;  // block -> logits of its last position
 };
 
 // A kept block's results, from the request that computed it: each position's
-// greedy id, the log-probs of the targets inside the block, and the logits
-// of its last position (whose target is the next block's first token, which
-// differs between the requests that share the block).
+// greedy id, and the log-prob of each position's token given those before
+// it (so every entry a request reads gives the targets inside it: the
+// target after a block's last position is the next block's first token,
+// which differs between the requests that share the block).
 struct BlockRows {
   std::vector<int32_t> greedy;
-  std::vector<double> inner;
-  std::vector<float> last;
+  std::vector<double> logprob_in;
 };
 
 struct Chunk {  // one submitted step: rows [begin, begin + n) of a job
@@ -75,31 +75,33 @@ bool Scorer::run(const std::vector<const ScoreRequest*>& requests,
   std::vector<KvPrefixOp> pending_ops;  // for the next submitted step
   std::unordered_map<int32_t, BlockRows> kept_rows;  // by kept id, once its request is reported
 
-  // The rows a request read from the cache, from the requests that computed them.
+  // The rows a request read from the cache, from the requests that computed
+  // them; then the rows of the blocks it kept first, for later requests.
   auto fill_shared = [&](Job& j) {
-    const auto& ids = j.result.request->token_ids;
-    for (int64_t b = 0; b < j.shared; ++b) {
-      const BlockRows& br = kept_rows.at(j.prefix[size_t(b)]);
-      for (int64_t i = 0; i < B; ++i) {
-        const int64_t p = b * B + i;
-        j.result.greedy_ids[size_t(p)] = br.greedy[size_t(i)];
-        if (br.greedy[size_t(i)] < 0 && j.result.error.empty())
-          j.result.error = "the model's logits were not finite at position " + std::to_string(p);
-        j.result.token_logprobs[size_t(p)] =
-            i + 1 < B ? br.inner[size_t(i)] : token_logprob(br.last.data(), vocab, ids[size_t(p + 1)]);
-      }
+    const PrefixCache::Plan& plan = j.plan;
+    auto rows_at = [&](int64_t q) -> const BlockRows& {  // the kept block holding position q <= start
+      const size_t b = size_t(q / B);
+      return kept_rows.at(b < plan.share.size() ? plan.share[b] : plan.source);
+    };
+    for (int64_t p = 0; p < plan.start; ++p) {
+      j.result.greedy_ids[size_t(p)] = rows_at(p).greedy[size_t(p % B)];
+      if (j.result.greedy_ids[size_t(p)] < 0 && j.result.error.empty())
+        j.result.error = "the model's logits were not finite at position " + std::to_string(p);
+      j.result.token_logprobs[size_t(p)] = rows_at(p + 1).logprob_in[size_t((p + 1) % B)];
     }
     for (const auto& [b, id] : j.fresh) {
       BlockRows br;
-      br.greedy.assign(j.result.greedy_ids.begin() + b * B, j.result.greedy_ids.begin() + (b + 1) * B);
-      br.inner.assign(j.result.token_logprobs.begin() + b * B, j.result.token_logprobs.begin() + (b + 1) * B - 1);
-      br.last = std::move(j.last_rows.at(b));
+      const int64_t end = std::min<int64_t>((b + 1) * B, int64_t(j.result.greedy_ids.size()));
+      for (int64_t q = b * B; q < end; ++q) {
+        br.greedy.push_back(j.result.greedy_ids[size_t(q)]);
+        br.logprob_in.push_back(q > 0 ? j.result.token_logprobs[size_t(q - 1)] : 0.0);
+      }
       kept_rows[id] = std::move(br);
     }
-    cache.unpin(j.prefix);
-    j.prefix.clear();
+    cache.unpin(j.pins);
+    j.pins.clear();
+    j.chain.clear();
     j.fresh.clear();
-    j.last_rows.clear();  // a row of logits per block: not kept for the whole run
   };
 
   auto report_ready = [&] {
@@ -137,8 +139,6 @@ bool Scorer::run(const std::vector<const ScoreRequest*>& requests,
       j.result.greedy_ids.push_back(out.tokens[size_t(i)]);
       if (c.begin + i + 1 < T)
         j.result.token_logprobs.push_back(token_logprob(row, vocab, ids[size_t(c.begin + i + 1)]));
-      const int64_t p = c.begin + i;
-      if (sharing && (p + 1) % B == 0) j.last_rows[p / B].assign(row, row + vocab);
     }
     if (j.npy && j.result.error.empty()) {
       try {
@@ -185,19 +185,21 @@ bool Scorer::run(const std::vector<const ScoreRequest*>& requests,
     }
     // The slot: in the pool that shares the most of the sequence (the
     // pools are the ranks' in expert parallel); any slot of a pool will do.
+    // It computes from the last position it matched: that row's logits give
+    // the log-prob of its own next token.
     int32_t slot = int32_t(k % size_t(runner_.slots()));
-    if (sharing) {
-      for (int32_t p = 0; p < kv.pools() && p < runner_.slots(); ++p) {
-        auto ids = cache.match(p, req.token_ids, (T - 1) / B);
-        if (ids.size() > j.prefix.size()) {
-          j.prefix = std::move(ids);
-          slot = p;
-        }
+    for (int32_t p = 0; sharing && p < kv.pools() && p < runner_.slots(); ++p) {
+      const auto m = cache.match(p, req.token_ids);
+      const auto plan = cache.plan(m, std::max<int64_t>(0, m.tokens(int32_t(B)) - 1));
+      if (plan.start > j.plan.start) {
+        j.plan = plan;
+        slot = p;
       }
     }
-    cache.pin(j.prefix);
-    j.shared = int64_t(j.prefix.size());
-    const int64_t need = std::max<int64_t>(0, kv.blocks_for(T) - j.shared);
+    j.pins = j.plan.pins;
+    j.chain = j.plan.share;
+    cache.pin(j.pins);
+    const int64_t need = std::max<int64_t>(0, kv.blocks_for(T) - int64_t(j.plan.share.size()));
     while (!ledger.can_reserve_blocks(slot, need)) {
       if (const int32_t gone = cache.evict(kv.pool_of(slot), pending_ops); gone != PrefixCache::kNone) {
         kept_rows.erase(gone);
@@ -207,12 +209,28 @@ bool Scorer::run(const std::vector<const ScoreRequest*>& requests,
       collect();  // an earlier request's report unpins its blocks
     }
     ledger.reserve_blocks(slot, need);
-    PrefixCache::share_ops(slot, j.prefix, pending_ops);
-    const int64_t start = j.shared * B;
+    PrefixCache::plan_ops(slot, j.plan, pending_ops);
+    const int64_t start = j.plan.start;
     j.chunks_left = (T - start + chunk - 1) / chunk;
     j.result.greedy_ids.assign(size_t(start), 0);
     j.result.token_logprobs.assign(size_t(start), 0.0);
     reused_ += start;
+    // Its blocks, kept by the step after the one that completes them (once
+    // that one has written them on every rank): full ones as chunks complete
+    // them, the partial last one after its last chunk.
+    int64_t keep_from = int64_t(j.plan.share.size());
+    auto keep_upto = [&](int64_t upto) {
+      for (; sharing && keep_from * B < upto; ++keep_from) {
+        const int64_t n = std::min(B, upto - keep_from * B);
+        if (n < B && upto < T) break;  // a partial block is still being written
+        const int32_t parent = j.chain.empty() ? PrefixCache::kNone : j.chain.back();
+        const auto span = std::span<const int32_t>(req.token_ids).subspan(size_t(keep_from * B), size_t(n));
+        const PrefixCache::Kept kept = cache.keep(slot, parent, int32_t(keep_from), span, pending_ops);
+        j.pins.push_back(kept.id);
+        if (n == B) j.chain.push_back(kept.id);
+        if (kept.fresh) j.fresh.push_back({keep_from, kept.id});
+      }
+    };
     for (int64_t begin = start; begin < T; begin += chunk) {
       // A stop mid-sequence leaves it unreported (a rerun scores it again).
       if (opts_.should_stop && opts_.should_stop()) {
@@ -235,15 +253,7 @@ bool Scorer::run(const std::vector<const ScoreRequest*>& requests,
       while (int(in_flight.size()) >= M) collect();
       runner_.submit(k, in);
       in_flight.push_back({k, begin, n});
-      // The full blocks this chunk completed: kept by the next step (after
-      // this one has written them on every rank).
-      for (int64_t b = begin / B; sharing && (b + 1) * B <= begin + n; ++b) {
-        const int32_t parent = j.prefix.empty() ? PrefixCache::kNone : j.prefix.back();
-        const auto span = std::span<const int32_t>(req.token_ids).subspan(size_t(b * B), size_t(B));
-        const PrefixCache::Kept kept = cache.keep(slot, parent, int32_t(b), span, pending_ops);
-        j.prefix.push_back(kept.id);
-        if (kept.fresh) j.fresh.push_back({b, kept.id});
-      }
+      keep_upto(begin + n);
     }
     released.push_back(slot);  // every later step runs after this sequence's chunks, on every stage
     ledger.release(slot);

@@ -76,3 +76,59 @@ BOOST_AUTO_TEST_CASE(pool_runs_dry_releases_and_restarts) {
   BOOST_TEST(cache.free_blocks() == 1);
   BOOST_CHECK_THROW(cache.c_kv_block(1, 0, B), Error);  // no block there
 }
+
+// Shared prefixes: B computes its first block, keeps it, and ends; C starts
+// with the same 64 tokens, shares the kept block and computes only the rest:
+// C's logits have the bits of C computed alone from position 0; so do those
+// of D, which copies the block's first 40 rows and computes from there. The
+// shared block is read-only, and every block returns once the kept id is dropped.
+BOOST_AUTO_TEST_CASE(shared_block_gives_the_bits_of_computing_it) {
+  TinyModel m({.format = "fp8", .hidden = 160});
+  ThreadPool pool(2);
+  Transformer model(m.cfg, LayerRange{0, m.cfg.num_hidden_layers, true, true}, m.source, pool);
+  const int64_t V = m.cfg.vocab_size;
+  const auto prefix = random_tokens(B, 51, V);
+  std::vector<int32_t> Bt = prefix, C = prefix;
+  for (int32_t t : random_tokens(20, 52, V)) Bt.push_back(t);
+  for (int32_t t : random_tokens(30, 53, V)) C.push_back(t);
+
+  KvCache alone(m.cfg, model.range(), 1, 2 * B);
+  const auto ref = run_step(model, alone, rows_of(0, 0, int32_t(C.size())), C);
+
+  KvCache cache(m.cfg, model.range(), 2, 2 * B, 4 * B);
+  run_step(model, cache, rows_of(0, 0, int32_t(Bt.size())), Bt);  // slot 0: blocks 0, 1
+  Batch keep = rows_of(0, int32_t(Bt.size()), 1);                 // a decode row of B ...
+  keep.prefix_ops = {{KvPrefixOp::kKeep, 0, 0, 7}};                // ... after block 0 is kept as id 7
+  run_step(model, cache, keep, {Bt[3]});
+  BOOST_TEST(cache.kept_blocks() == 1);
+  Batch share = rows_of(1, B, int32_t(C.size()) - B);  // C from position 64 in slot 1
+  share.released = {0};                                // B ends: its second block returns, block 0 stays
+  share.prefix_ops = {{KvPrefixOp::kShare, 1, 0, 7}};
+  const auto got = run_step(model, cache, share, slice(C, B, int(C.size()) - B));
+  BOOST_TEST(same_bits(got.data(), &ref[size_t(B * V)], got.size()));
+  BOOST_TEST(cache.free_blocks() == 2);  // 4 - the shared block - C's second block
+
+  // Writing into the shared block is refused (slot 0 restarting at position 1 with block 0 shared).
+  Batch bad = rows_of(0, 1, 1);
+  bad.prefix_ops = {{KvPrefixOp::kShare, 0, 0, 7}};
+  BOOST_CHECK_THROW(cache.prepare(bad), Error);
+
+  // A copy of the kept block's first 40 rows in a block of D's own: D
+  // computes from position 40 (inside the block) and gets the bits of C alone.
+  Batch copy = rows_of(0, 40, int32_t(C.size()) - 40);
+  copy.prefix_ops = {{KvPrefixOp::kCopy, 0, 0, 7, 40}};
+  copy.released = {0};  // drops the failed share above
+  const auto got2 = run_step(model, cache, copy, slice(C, 40, int(C.size()) - 40));
+  BOOST_TEST(same_bits(got2.data(), &ref[size_t(40 * V)], got2.size()));
+  BOOST_TEST(cache.free_blocks() == 0);  // kept block, C's two, D's two
+
+  Batch end;
+  end.released = {0, 1};
+  end.prefix_ops = {{KvPrefixOp::kDrop, 1, 0, 7}};
+  cache.prepare(end);
+  BOOST_TEST(cache.free_blocks() == 4);
+  BOOST_TEST(cache.kept_blocks() == 0);
+  Batch unknown;
+  unknown.prefix_ops = {{KvPrefixOp::kShare, 0, 0, 7}};  // dropped: no longer kept
+  BOOST_CHECK_THROW(cache.prepare(unknown), Error);
+}
