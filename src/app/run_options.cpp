@@ -41,8 +41,8 @@ void add_run_options(po::options_description& desc, RunOptions& o) {
       ("no-verify", po::bool_switch()->notifier([&o](bool v) { o.verify = !v; }),
        "skip checksum verification of the weights")
       ("no-prefix-sharing", po::bool_switch()->notifier([&o](bool v) { o.prefix_sharing = !v; }),
-       "compute every request's prompt in full: by default full 64-token blocks a request starts with that "
-       "an earlier request of the job computed are read from the KV cache (the same results either way)");
+       "compute every request's prompt in full: by default the tokens a request starts with in common with an "
+       "earlier request of the job are read from the KV cache (the same results either way)");
 }
 
 bool parse_args(const std::vector<std::string>& args, const char* usage, po::options_description& desc,
