@@ -21,12 +21,10 @@ import argparse
 import json
 import os
 import random
-import shutil
-import subprocess
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench_models import ROOT, sh, synthetic_model
+
 ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 ap.add_argument("--build", default=os.path.join(ROOT, "build"))
 ap.add_argument("--work", default=None, help="model cache (default BUILD/bench-work)")
@@ -40,28 +38,6 @@ args = ap.parse_args()
 trillion = os.path.join(args.build, "trillion")
 work = args.work or os.path.join(args.build, "bench-work")
 os.makedirs(work, exist_ok=True)
-PY = "/usr/bin/python3"
-
-
-def sh(cmd):
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
-    if p.returncode:
-        sys.exit(f"failed: {' '.join(map(str, cmd))}\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}")
-    return p
-
-
-def bench_model():
-    hf, model = os.path.join(work, "hf-bench-bf16"), os.path.join(work, "model-bench-bf16-qint8")
-    if not os.path.exists(os.path.join(hf, "config.json")):
-        print("  making the bench checkpoint (bf16) ...", flush=True)
-        shutil.rmtree(hf, ignore_errors=True)
-        sh([PY, os.path.join(ROOT, "tools/synth/make_checkpoint.py"), "--preset", "bench", "--format", "bf16",
-            "--output", hf, "--quiet"])
-    if not os.path.exists(os.path.join(model, "manifest.json")):
-        print("  converting it (--quantize int8) ...", flush=True)
-        shutil.rmtree(model, ignore_errors=True)
-        sh([trillion, "convert", "--input", hf, "--output", model, "--quantize", "int8", "--quiet"])
-    return model
 
 
 def shapes(vocab):
@@ -102,7 +78,7 @@ def run(model, name, reqs, sharing):
     return {"wall": wall, "computed": tok["prefill"], "reused": tok.get("prefill_reused", 0)}, res
 
 
-model = args.model or bench_model()
+model = args.model or synthetic_model(trillion, work, "bench", "bf16", quantize="int8")
 vocab = json.load(open(os.path.join(model, "config.json")))["vocab_size"]
 print(f"model {model}, {args.threads} threads, best of {args.repeat} alternating runs")
 figures = {}

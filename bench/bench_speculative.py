@@ -26,10 +26,9 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench_models import ROOT, sh, synthetic_model
+
 ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 ap.add_argument("--build", default=os.path.join(ROOT, "build"))
 ap.add_argument("--work", default=None, help="model cache (default BUILD/bench-work)")
@@ -53,13 +52,6 @@ TEXTS = ["In the beginning God created", "And the LORD said unto Moses,", "Bless
          "Let not your heart be troubled:", "For God so loved the world,"]
 
 
-def sh(cmd):
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
-    if p.returncode:
-        sys.exit(f"failed: {' '.join(map(str, cmd))}\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}")
-    return p
-
-
 def smoke_model():
     hf, model = os.path.join(work, f"hf-kjv-smoke-{args.smoke_steps}"), os.path.join(work, f"model-kjv-smoke-{args.smoke_steps}")
     if not os.path.exists(os.path.join(hf, "training.json")):
@@ -74,17 +66,7 @@ def smoke_model():
 
 
 def bench_model():
-    hf, model = os.path.join(work, "hf-bench-fp8-mtp"), os.path.join(work, "model-bench-fp8-mtp")
-    if not os.path.exists(os.path.join(hf, "config.json")):
-        print("  making the bench checkpoint with an MTP layer (fp8) ...", flush=True)
-        shutil.rmtree(hf, ignore_errors=True)
-        sh([PY, os.path.join(ROOT, "tools/synth/make_checkpoint.py"), "--preset", "bench", "--format", "fp8",
-            "--nextn-layers", 1, "--output", hf, "--quiet"])
-    if not os.path.exists(os.path.join(model, "manifest.json")):
-        print("  converting it ...", flush=True)
-        shutil.rmtree(model, ignore_errors=True)
-        sh([trillion, "convert", "--input", hf, "--output", model, "--quiet"])
-    return model
+    return synthetic_model(trillion, work, "bench", "fp8", checkpoint_args=("--nextn-layers", 1), name="bench-fp8-mtp")
 
 
 def requests(model, batch):
