@@ -64,6 +64,28 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
   int in_flight = 0;
   size_t next_group = 0;
 
+  // Whether a sequence prefilling in a pool where `g` has a free slot has
+  // whole blocks in common with r's prompt beyond what `start_in(slot)`
+  // already reads there.
+  auto waits_for_prefill = [&](const Group& g, const GenerateRequest& r, const auto& start_in) {
+    const int64_t B = cache.block_tokens();
+    const auto& want = r.prompt_token_ids;
+    if (want.size() < 2) return false;
+    for (const Group& other : groups)
+      for (const Sequence& a : other.active) {
+        if (!a.prefilling()) continue;
+        const auto free = std::find_if(g.free_slots.begin(), g.free_slots.end(),
+                                       [&](int32_t s) { return kv.pool_of(s) == kv.pool_of(a.slot); });
+        if (free == g.free_slots.end()) continue;
+        const auto& have = a.req->prompt_token_ids;
+        const size_t n = std::min(have.size(), want.size() - 1);  // its last prompt position is always computed
+        const int64_t common = std::mismatch(have.begin(), have.begin() + std::ptrdiff_t(n), want.begin()).first -
+                               have.begin();
+        if (common / B * B > start_in(*free)) return true;
+      }
+    return false;
+  };
+
   auto admit = [&](Group& g) {
     while (!pending.empty() && !g.free_slots.empty()) {
       const GenerateRequest* r = pending.front();
@@ -101,6 +123,12 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
       auto room = [&](int32_t slot) {
         return ledger.can_reserve_blocks(slot, std::max<int64_t>(0, need - int64_t(plan_of(slot).share.size())));
       };
+      // A sequence still prefilling a prompt that starts like this one will
+      // keep those blocks within a step or a few: wait for them rather than
+      // compute the same positions twice (requests that arrive together,
+      // as an evaluation's few-shot prompts do, would otherwise all compute
+      // their common prefix). It always progresses, so this wait ends.
+      if (sharing && waits_for_prefill(g, *r, [&](int32_t slot) { return plan_of(slot).start; })) break;
       auto chosen = g.free_slots.rend();
       for (auto it = g.free_slots.rbegin(); it != g.free_slots.rend(); ++it)
         if (room(*it) && (chosen == g.free_slots.rend() || plan_of(*it).start > plan_of(*chosen).start)) chosen = it;

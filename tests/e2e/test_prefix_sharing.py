@@ -106,6 +106,25 @@ def check_model(label, model, vocab, layouts, seed):
         f.check(got == ref_g, f"{tag} generate, 8-block pools: identical (eviction)")
 
 
+def check_siblings(label, model, vocab, layouts):
+    """Eight generate requests arriving together with a 130-token prefix in
+    common and --max-batch 8: all but the first of each pool wait for its
+    blocks instead of computing them too, so each reads at least the two
+    whole blocks of the prefix; the results equal --no-prefix-sharing's."""
+    rnd = random.Random(5)
+    prefix = [rnd.randrange(vocab) for _ in range(130)]
+    gen = [{"id": f"w{i}", "prompt_token_ids": prefix + [rnd.randrange(vocab) for _ in range(3 + i)], "max_tokens": 4}
+           for i in range(8)]
+    ref, _ = job(model, "generate", gen, f"{label}-siblings-off", 1, "", ["--max-batch", "8", "--no-prefix-sharing"])
+    for ranks, mode in layouts:
+        got, tok = job(model, "generate", gen, f"{label}-siblings-{ranks}{mode}", ranks, mode, ["--max-batch", "8"])
+        pools = ranks if mode == "expert" else 1
+        f.check(got == ref, f"{label} {ranks} {mode or 'rank'} siblings: identical to --no-prefix-sharing")
+        f.check(tok["prefill_reused"] >= (8 - pools) * 2 * B,
+                f"{label} {ranks} {mode or 'rank'} siblings: {tok['prefill_reused']} positions reused "
+                f"(at least {(8 - pools) * 2 * B})")
+
+
 short = [(1, ""), (2, "pipeline"), (2, "expert")]
 full = short + [(3, "pipeline"), (4, "expert")]
 for i, pf in enumerate(args.presets.split(",")):
@@ -113,7 +132,10 @@ for i, pf in enumerate(args.presets.split(",")):
     _, model = converted(args.trillion, args.work, preset, fmt)
     vocab = json.load(open(os.path.join(model, "config.json")))["vocab_size"]
     check_model(f"{preset}-{fmt}", model, vocab, full if i == 0 else short, seed=i)
+    if i == 0:
+        check_siblings(f"{preset}-{fmt}", model, vocab, short)
 if not args.no_trained:
     _, kjv = bundled_trained(args.trillion, args.work)
     check_model("kjv", kjv, 4096, full, seed=99)
+    check_siblings("kjv", kjv, 4096, short)
 f.finish()
