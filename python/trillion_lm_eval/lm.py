@@ -296,9 +296,10 @@ def _file_hash(path):
 
 def _label(r):
     """A harness request named for an error message."""
-    args = repr(r.args[0])
-    if len(args) > 80:
-        args = args[:77] + "..."
+    shown = r.args[:2] if len(r.args) > 1 and isinstance(r.args[1], str) else r.args[0]
+    args = repr(shown)
+    if len(args) > 100:
+        args = args[:97] + "..."
     return f"task {getattr(r, 'task_name', '?')} doc {getattr(r, 'doc_id', '?')} ({args})"
 
 
