@@ -30,6 +30,9 @@ class Launcher:
         self.mpirun = mpirun
         self.mpirun_args = shlex.split(mpirun_args or "")
         self.extra_args = shlex.split(extra_args or "")
+        # Seconds in trillion tokenize and in score/generate jobs (process
+        # start to exit): what bench/eval_overhead.py sets against the wall time.
+        self.stats = {"tokenize_s": 0.0, "job_s": 0.0, "jobs": 0}
         os.makedirs(workdir, exist_ok=True)
 
     # -- tokenizer -----------------------------------------------------------------
@@ -48,7 +51,9 @@ class Launcher:
         cmd = [self.binary, "tokenize", "--model", self.model, "--input", src, "--output", dst]
         if decode:
             cmd.append("--decode")
+        t = time.perf_counter()
         p = subprocess.run(cmd, capture_output=True, text=True)
+        self.stats["tokenize_s"] += time.perf_counter() - t
         if p.returncode != 0:
             raise JobError(f"trillion tokenize ({key} of {len(texts)} strings) failed with exit code "
                            f"{p.returncode}: {p.stderr.strip()[-2000:]}")
@@ -110,12 +115,19 @@ class Launcher:
             with open(log, "a") as logf:
                 logf.write("+ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
                 logf.flush()
+                t = time.perf_counter()
                 proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT)
                 counter = LineCounter(out)
-                while proc.poll() is None:
+                while True:
                     if progress:
                         progress(counter.count())
-                    time.sleep(0.2)
+                    try:  # returns as soon as the job ends: no polling delay added to a call
+                        proc.wait(timeout=0.2)
+                        break
+                    except subprocess.TimeoutExpired:
+                        pass
+                self.stats["job_s"] += time.perf_counter() - t
+                self.stats["jobs"] += 1
             if progress:
                 progress(counter.count())
             if proc.returncode != 0:

@@ -19,9 +19,10 @@ from .lm import TrillionLM
 
 
 def _find_reference(given):
-    """tests/reference of the repository: given, $TRILLION_REFERENCE_DIR, or
-    found above this package (a source checkout or an editable install)."""
-    candidates = [given, os.environ.get("TRILLION_REFERENCE_DIR")]
+    """tests/reference of the repository: given, $TRILLION_REFERENCE_DIR, under
+    the working directory (run from the repository), or found above this
+    package (a source checkout or an editable install)."""
+    candidates = [given, os.environ.get("TRILLION_REFERENCE_DIR"), os.path.join(os.getcwd(), "tests", "reference")]
     here = os.path.dirname(os.path.abspath(__file__))
     for up in range(1, 5):
         candidates.append(os.path.join(here, *[".."] * up, "tests", "reference"))

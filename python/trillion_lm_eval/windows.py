@@ -1,7 +1,7 @@
 """How the harness turns its string requests into token sequences, restated
-from lm-eval 0.4.13's own rules (api/model.py TemplateLM._encode_pair and
-loglikelihood, utils.get_rolling_token_windows and make_disjoint_window,
-models/huggingface.py's left truncation) so that trillion is scored on
+from lm-eval 0.4.13's own rules (TemplateLM._encode_pair and loglikelihood,
+utils.get_rolling_token_windows and make_disjoint_window, the left
+truncation of its Hugging Face backend, HFLM) so that trillion is scored on
 exactly the tokens a Hugging Face backend would be. Pure functions on lists:
 unit-tested by hand-computed cases (tests/eval/test_windows.py)."""
 
