@@ -121,10 +121,13 @@ raises(lambda: TrillionLM(model=model, binary=os.path.join(case, "no-trillion"),
        SetupError, ["binary=", "no-trillion"], "missing binary")
 hostfile = os.path.join(case, "hosts")
 with open(hostfile, "w") as fp:
-    fp.write("# two hosts\nlocalhost slots=1\nno-such-host.invalid slots=1\n")
+    # A name that cannot resolve (.invalid, RFC 2606) and an address that
+    # resolves but answers no one (TEST-NET-1, RFC 5737: ssh fails or times out).
+    fp.write("# three hosts\nlocalhost slots=1\nno-such-host.invalid slots=1\n192.0.2.1 slots=1\n")
 t = time.time()
-raises(lambda: TrillionLM(model=model, binary=args.trillion, workdir=case, np=2, hostfile=hostfile),
-       SetupError, [f"{hostfile} line 3", "no-such-host.invalid", "does not resolve"], "unreachable host")
+raises(lambda: TrillionLM(model=model, binary=args.trillion, workdir=case, np=3, hostfile=hostfile),
+       SetupError, [f"{hostfile} line 3: host no-such-host.invalid does not resolve",
+                    f"{hostfile} line 4: host 192.0.2.1 ssh"], "unreachable hosts")
 f.check(time.time() - t < 15, f"the hostfile check took {time.time() - t:.1f} s")
 raises(lambda: TrillionLM(model=model, binary=args.trillion, workdir=case, max_lenght=3),
        SetupError, ["max_lenght"], "a misspelt model_arg")
