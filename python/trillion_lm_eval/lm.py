@@ -103,18 +103,23 @@ class TrillionLM(LM):
     def _encode_pairs(self, pairs):
         """(ctx ids, cont ids) of each (context, continuation) by the
         harness's _encode_pair rules (windows.py), one tokenize for all."""
-        split = [windows.split_pair(c, x) if c else (c, x) for c, x in pairs]
+        # The harness tests for an empty context before moving whitespace: a
+        # context of only whitespace goes through _encode_pair (and becomes "").
+        split = [(c, x, c == "") if c == "" else (*windows.split_pair(c, x), False) for c, x in pairs]
         texts = []
-        for c, x in split:
-            texts += [c, c + x] if c else [x]
+        for c, x, empty in split:
+            texts += [x] if empty else [c, c + x]
         ids = self._encode(texts)
         bos = [self.bos] if self.add_bos_token and self.bos is not None else []
         out = []
-        for c, x in split:
-            if not c:
-                out.append(windows.empty_context_tokens(ids[x], self.prefix_token_id))
+        for c, x, empty in split:
+            ctx = bos + ids[c] if not empty else []
+            if not ctx:
+                # Nothing to condition on (an empty context, or one of only
+                # whitespace without BOS): the prefix token, as for "".
+                out.append(windows.empty_context_tokens(ids[x] if empty else ids[c + x], self.prefix_token_id))
             else:
-                out.append(windows.pair_tokens(bos + ids[c], bos + ids[c + x]))
+                out.append(windows.pair_tokens(ctx, bos + ids[c + x]))
         return out
 
     # -- the three request types --------------------------------------------------------
