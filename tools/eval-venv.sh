@@ -20,6 +20,12 @@ if [ ! -x "$dir/bin/python" ]; then
 fi
 pip=("$dir/bin/pip" install -q --disable-pip-version-check)
 "${pip[@]}" -c "$top/python/constraints.txt" "lm-eval==0.4.13"
-# Not editable: the tests run what a user installs (--no-deps: the pins above hold).
-"${pip[@]}" --no-deps --force-reinstall "$top/python"
+# Not editable: the tests run what a user installs (--no-deps: the pins above
+# hold). Built from a copy: setuptools writes build/ and *.egg-info where it
+# builds, and two build directories may make their venvs at once.
+src=$(mktemp -d)
+trap 'rm -rf "$src"' EXIT
+cp -r "$top/python/pyproject.toml" "$top/python/trillion_lm_eval" "$src/"
+rm -rf "$src/trillion_lm_eval/__pycache__"
+"${pip[@]}" --no-deps --force-reinstall "$src"
 echo "$stamp" > "$dir/.stamp"
