@@ -1,5 +1,5 @@
 """The three local tasks (tasks/: cloze, perplexity, generation) through
-both backends: `trillion` on 1 rank and on 2 (mpirun, pipeline) against
+both backends: `trillion` on 1 rank and on 2 (mpirun, pipeline and expert) against
 `trillion-reference` (tests/reference's float64 forward pass on the HF
 checkpoint, no engine code). Same accuracies and exact_match, same greedy
 decisions and generated texts, log-likelihoods, rolling log-likelihoods and
@@ -31,6 +31,8 @@ runs = {
                                    workdir=os.path.join(case, "w-np1"))),
     "np2": ("trillion", model_args(model=model, binary=args.trillion, max_length=MAX_LENGTH, np=2,
                                    parallel="pipeline", mpirun=mpirun, workdir=os.path.join(case, "w-np2"))),
+    "np2-expert": ("trillion", model_args(model=model, binary=args.trillion, max_length=MAX_LENGTH, np=2,
+                                          parallel="expert", mpirun=mpirun, workdir=os.path.join(case, "w-np2e"))),
 }
 got = {}
 for name, (backend, margs) in runs.items():
@@ -49,7 +51,7 @@ ref_metrics, ref_samples = got["reference"]
 f.check(ref_metrics["kjv_gen"]["exact_match"] == 1.0,
         f"reference: kjv_gen exact_match {ref_metrics['kjv_gen']['exact_match']}, expected 1.0 (its own greedy "
         f"continuations, make_data.py)")
-for name in ("np1", "np2"):
+for name in ("np1", "np2", "np2-expert"):
     metrics, smp = got[name]
     for task, want in ref_metrics.items():
         for m, v in want.items():

@@ -8,10 +8,12 @@
   without a chat template asked for one: clear errors before any job;
 - the chat template rendered as DeepSeek-V3's template renders (by hand),
   and a chat prompt keeps the single BOS its text holds;
+- a hostfile naming this host: the job runs under `mpirun --hostfile`, with
+  the answers of one rank;
 - an error record from trillion: an exception naming the harness request;
 - sampled generation with repeats: each copy its own seed, reproducible.
 
-    tests/eval/run.sh VENV tests/eval/test_bad_inputs.py --trillion build/trillion --work DIR"""
+    tests/eval/run.sh VENV tests/eval/test_bad_inputs.py --trillion build/trillion --work DIR --mpiexec mpirun"""
 import json
 import logging
 import os
@@ -28,7 +30,7 @@ from trillion_lm_eval.chat import ChatTemplateError
 from trillion_lm_eval.checks import SetupError
 from trillion_lm_eval.jobs import JobError
 
-args, model, f = setup()
+args, model, f = setup(mpiexec=True)
 case = os.path.join(args.work, "eval-bad-inputs")
 shutil.rmtree(case, ignore_errors=True)
 os.makedirs(case)
@@ -129,6 +131,16 @@ raises(lambda: TrillionLM(model=model, binary=args.trillion, workdir=case, np=3,
        SetupError, [f"{hostfile} line 3: host no-such-host.invalid does not resolve",
                     f"{hostfile} line 4: host 192.0.2.1 ssh"], "unreachable hosts")
 f.check(time.time() - t < 15, f"the hostfile check took {time.time() - t:.1f} s")
+# A hostfile of this host only: checked (nothing remote), then used by mpirun.
+local_hosts = os.path.join(case, "local-hosts")
+with open(local_hosts, "w") as fp:
+    fp.write("localhost slots=2\n")
+hwork = os.path.join(case, "w-hostfile")
+on_hosts = TrillionLM(model=model, binary=args.trillion, workdir=hwork, max_length=L, np=2, hostfile=local_hosts,
+                      mpirun=args.mpiexec).loglikelihood(reqs, disable_tqdm=True)
+job_log = open([os.path.join(hwork, n) for n in os.listdir(hwork) if n.endswith(".log")][0]).read()
+f.check(f"--hostfile {local_hosts}" in job_log and "-np 2" in job_log, f"not run under mpirun --hostfile: {job_log[:300]}")
+f.check(on_hosts == got, f"2 ranks from a hostfile: {on_hosts}, 1 rank: {got}")
 raises(lambda: TrillionLM(model=model, binary=args.trillion, workdir=case, max_lenght=3),
        SetupError, ["max_lenght"], "a misspelt model_arg")
 
