@@ -7,7 +7,8 @@
 # (libFuzzer, for the fuzz targets of tests/fuzz). Without h5py those tests
 # fail; without the others the check says SKIPPED (kernels_arm64: CTest's "Skipped").
 # For the macOS build check (tools/check-macos.sh): python3-venv (zig from
-# PyPI) and file (to check what it links is Mach-O).
+# PyPI) and file (to check what it links is Mach-O). python3-venv also makes
+# the eval tests' venv (tools/eval-venv.sh: lm-eval from PyPI, tests/eval).
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
