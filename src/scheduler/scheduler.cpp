@@ -137,6 +137,12 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
         cache.pin(pins);  // not evicted to make room for the request that reads them
         while (!room(*it) && cache.evict(kv.pool_of(*it), pending_ops) != PrefixCache::kNone) {}
         cache.unpin(pins);
+        if (!room(*it) && !pins.empty()) {
+          // What it would read, pinned, leaves too little room (a pool about
+          // one sequence large): it computes its prompt in full instead.
+          plans[size_t(kv.pool_of(*it))] = PrefixCache::Plan{};
+          while (!room(*it) && cache.evict(kv.pool_of(*it), pending_ops) != PrefixCache::kNone) {}
+        }
         if (room(*it)) chosen = it;
       }
       if (chosen == g.free_slots.rend()) break;  // wait for running sequences to finish

@@ -196,19 +196,26 @@ bool Scorer::run(const std::vector<const ScoreRequest*>& requests,
         slot = p;
       }
     }
-    j.pins = j.plan.pins;
-    j.chain = j.plan.share;
-    cache.pin(j.pins);
-    const int64_t need = std::max<int64_t>(0, kv.blocks_for(T) - int64_t(j.plan.share.size()));
-    while (!ledger.can_reserve_blocks(slot, need)) {
+    cache.pin(j.plan.pins);
+    auto need = [&] { return std::max<int64_t>(0, kv.blocks_for(T) - int64_t(j.plan.share.size())); };
+    while (!ledger.can_reserve_blocks(slot, need())) {
       if (const int32_t gone = cache.evict(kv.pool_of(slot), pending_ops); gone != PrefixCache::kNone) {
         kept_rows.erase(gone);
         continue;
       }
-      if (in_flight.empty()) throw Error("scorer: the KV-cache pool has no room for a sequence that fits it");
-      collect();  // an earlier request's report unpins its blocks
+      if (!in_flight.empty()) {
+        collect();  // an earlier request's report unpins its blocks
+        continue;
+      }
+      // The blocks it would read, pinned, leave too little room (a pool
+      // about one sequence large): it computes from position 0 instead.
+      if (j.plan.pins.empty()) throw Error("scorer: the KV-cache pool has no room for a sequence that fits it");
+      cache.unpin(j.plan.pins);
+      j.plan = PrefixCache::Plan{};
     }
-    ledger.reserve_blocks(slot, need);
+    j.pins = j.plan.pins;
+    j.chain = j.plan.share;
+    ledger.reserve_blocks(slot, need());
     PrefixCache::plan_ops(slot, j.plan, pending_ops);
     const int64_t start = j.plan.start;
     j.chunks_left = (T - start + chunk - 1) / chunk;

@@ -98,6 +98,14 @@ def check_model(label, model, vocab, layouts, seed):
         got, tok = job(model, "score", score, f"{label}-score-small-{ranks}{mode}", ranks, mode,
                        ["--kv-cache-tokens", str(6 * B), "--max-batch", str(max(ranks, 2))])
         f.check(got == ref_s, f"{tag} score, 6-block pool: identical (eviction)")
+        # Pools of 4 blocks, as large as the longest sequence: a request cannot
+        # pin what it would read and still fit; it computes in full instead.
+        got, _ = job(model, "score", score, f"{label}-score-tight-{ranks}{mode}", ranks, mode,
+                     ["--kv-cache-tokens", str(4 * B), "--max-batch", str(max(ranks, 2))])
+        f.check(got == ref_s, f"{tag} score, 4-block pool: identical")
+        got, _ = job(model, "generate", gen, f"{label}-gen-tight-{ranks}{mode}", ranks, mode,
+                     ["--kv-cache-tokens", str(4 * B), "--max-batch", "4"])
+        f.check(got == ref_g, f"{tag} generate, 4-block pool: identical")
         got, tok = job(model, "generate", gen, f"{label}-gen-{ranks}{mode}", ranks, mode, ["--max-batch", "4"])
         f.check(got == ref_g, f"{tag} generate: identical to --no-prefix-sharing on one rank")
         f.check(tok["prefill_reused"] > 0, f"{tag} generate: prompt positions reused ({tok['prefill_reused']})")
