@@ -13,8 +13,10 @@
 # Open MPI 4.1 and 5.0. The rest (kernels, model, tokenizer, store)
 # does not depend on the MPI generation and runs in Debian 12's suite, and
 # only the targets those tests run are built. The soak tests (label
-# reliability: memory over thousands of steps, 5-6 minutes together) are left
-# to Debian 12's run, to keep CI's two configurations within an hour.
+# reliability: memory over thousands of steps, 5-6 minutes together) and the
+# lm-eval backend's (label eval: Python over a pip venv, the same on either;
+# its venv builds with Debian 13's Python 3.13 and the pins) are left to
+# Debian 12's run, to keep CI's two configurations within an hour.
 #
 # The root: debootstrap --variant=minbase of trixie from the mirror apt uses
 # (or deb.debian.org), kept as a tarball in $CI_D13_CACHE (default
@@ -25,7 +27,7 @@
 # mount point with /run a tmpfs of its own and proc, sys, dev mounted, so
 # network namespaces work inside it (ip netns exec needs both).
 set -euo pipefail
-mode=labels cmd=() labels='mpi|tb5' skip='reliability'
+mode=labels cmd=() labels='mpi|tb5' skip='reliability|eval'
 while [ $# -gt 0 ]; do
   case $1 in
     --all) mode=all; shift ;;
