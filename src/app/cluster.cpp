@@ -129,7 +129,7 @@ void Cluster::set_up() {
     // memory, before the role allocates them.
     const int ranks_on_host = std::max(1, env_->ranks_on_host());
     const int32_t pool_slots = mode == ParallelMode::expert
-                                   ? std::max(1, KvPools::slots_in_pool(shape.slots, env_->size(), env_->rank()))
+                                   ? KvPools::sized_slots(shape.slots, env_->size())
                                    : shape.slots;
     double memory = physical_memory_bytes() / ranks_on_host;
     // FP8 on the int8 path holds its linears again as int8 groups (anonymous

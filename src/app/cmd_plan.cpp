@@ -158,7 +158,7 @@ int run_plan(const Args& args) {
   std::vector<double> host_need(memory.size(), 0);
   for (int r = 0; r < ranks; ++r) {
     const RankShare& s = layout.ranks[size_t(r)];
-    const int32_t slots = mode == ParallelMode::expert ? std::max(1, KvPools::slots_in_pool(kv_slots, ranks, r)) : kv_slots;
+    const int32_t slots = mode == ParallelMode::expert ? KvPools::sized_slots(kv_slots, ranks) : kv_slots;
     const RunFootprint f = run_footprint(cfg, shape, s.layers.size(), slots);
     // The pool as the run allocates it (KvPools::pool_blocks over the rank's layers).
     const int64_t kv = KvCache::pool_bytes(cfg, s.layers.size(), KvPools::pool_blocks(slots, kv_len, kv_tokens));

@@ -27,6 +27,13 @@ class KvPools {
   static int64_t pool_blocks(int32_t slots, int32_t max_len, int64_t tokens);
   // Slots of `slots` that live in `pool` of `pools` (s % pools == pool).
   static int32_t slots_in_pool(int32_t slots, int32_t pools, int32_t pool);
+  // Expert parallel: the slots every pool is sized for, the largest pool's
+  // (pool 0's). Pools have one size, the one the coordinator's ledger counts
+  // with, even when slots do not divide among the ranks (a smaller pool's
+  // spare blocks hold kept prefixes).
+  static int32_t sized_slots(int32_t slots, int32_t pools) {
+    return slots_in_pool(slots, pools, 0) > 0 ? slots_in_pool(slots, pools, 0) : 1;
+  }
 
   KvPools() = default;  // no limit (test fakes without a cache)
   KvPools(int32_t pools, int64_t blocks_per_pool, int32_t block_tokens = kBlockTokens);

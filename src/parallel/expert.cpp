@@ -26,7 +26,10 @@ ExpertRank::ExpertRank(RmaChannel& ch, const ModelConfig& cfg, TensorSource& sou
       rma_(ch, local_, cfg.n_routed_experts),
       model_(cfg, layout.ranks.at(size_t(ch.rank())).layers, source, pool, &rma_, shape.activations),
       cache_(cfg, layout.ranks.at(size_t(ch.rank())).layers,
-             std::max(1, KvPools::slots_in_pool(shape.slots, ch.size(), ch.rank())), shape.max_len, shape.kv_tokens) {
+             std::max(1, KvPools::slots_in_pool(shape.slots, ch.size(), ch.rank())), shape.max_len,
+             shape.kv_tokens > 0 ? shape.kv_tokens
+                                 : KvPools::pool_blocks(KvPools::sized_slots(shape.slots, ch.size()), shape.max_len, 0) *
+                                       KvPools::kBlockTokens) {
   model_.set_groups(expert_groups(shape), shape.min_group_rows);
   // Every rank holds the head in this mode, so every rank drafts for its own slots.
   if (shape.speculative) spec_ = std::make_unique<Speculator>(cfg, source, pool, shape, cache_.slots());
