@@ -32,6 +32,17 @@ function(trillion_ompi_source_version dir out)
   set(${out} "${version}" PARENT_SCOPE)
 endfunction()
 
+# trillion_ompi_source_mismatch(DIR OUT): why the release tree DIR cannot
+# serve the installed Open MPI (another version), "" if it can.
+function(trillion_ompi_source_mismatch dir out)
+  trillion_ompi_source_version("${dir}" version)
+  set(${out} "" PARENT_SCOPE)
+  if(NOT version STREQUAL TRILLION_OMPI_VERSION)
+    set(${out} "TRILLION_OMPI_SOURCE=${dir} is Open MPI '${version}', not the installed ${TRILLION_OMPI_VERSION}"
+        PARENT_SCOPE)
+  endif()
+endfunction()
+
 # trillion_ompi5_btl_includes(OUT_INCLUDES OUT_WHY_NOT): include directories to
 # add after TB5_OMPI_INCLUDE, or why the plugin cannot be built.
 function(trillion_ompi5_btl_includes out why)
@@ -48,10 +59,9 @@ function(trillion_ompi5_btl_includes out why)
 a configured openmpi-${TRILLION_OMPI_VERSION} tree for TRILLION_OMPI_SOURCE" PARENT_SCOPE)
       return()
     endif()
-    trillion_ompi_source_version("${src}" version)
-    if(NOT version STREQUAL TRILLION_OMPI_VERSION)
-      set(${why} "TRILLION_OMPI_SOURCE=${src} is Open MPI '${version}', not the installed ${TRILLION_OMPI_VERSION}"
-          PARENT_SCOPE)
+    trillion_ompi_source_mismatch("${src}" mismatch)
+    if(mismatch)
+      set(${why} "${mismatch}" PARENT_SCOPE)
       return()
     endif()
     set(includes "${src}" "${src}/opal/include")
@@ -87,10 +97,9 @@ run tools/fetch-ompi-source.sh (or set TRILLION_OMPI_SOURCE to an unpacked openm
           PARENT_SCOPE)
       return()
     endif()
-    trillion_ompi_source_version("${src}" version)
-    if(NOT version STREQUAL TRILLION_OMPI_VERSION)
-      set(${why} "TRILLION_OMPI_SOURCE=${src} is Open MPI '${version}', not the installed ${TRILLION_OMPI_VERSION}"
-          PARENT_SCOPE)
+    trillion_ompi_source_mismatch("${src}" mismatch)
+    if(mismatch)
+      set(${why} "${mismatch}" PARENT_SCOPE)
       return()
     endif()
     set(staged "${CMAKE_BINARY_DIR}/tb5-ompi-headers")

@@ -8,14 +8,8 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 mesh="$root/jobs/tb5/netns-mesh.sh"
-if ! sh "$mesh" probe; then
-  if [ "${CI:-}" = true ]; then
-    echo "tb5_check_cluster_netns: FAIL: network namespaces cannot be made here, and CI=true" >&2
-    exit 1
-  fi
-  echo "tb5_check_cluster_netns: network namespaces unavailable here, skipped" >&2
-  exit 77
-fi
+. "$here/netns_unavailable.sh"
+sh "$mesh" probe || netns_unavailable tb5_check_cluster_netns
 build=$1 plugins=$2 sim=$3
 name="tb5c$$" work=$(mktemp -d)
 trap 'sh "$mesh" down "$name" 4; rm -rf "$work"' EXIT
