@@ -134,7 +134,7 @@ def check_siblings(label, model, vocab, layouts):
 
 
 short = [(1, ""), (2, "pipeline"), (2, "expert")]
-full = short + [(3, "pipeline"), (4, "expert")]
+full = short + [(3, "pipeline"), (3, "expert"), (4, "expert")]  # 3 expert: 4 slots do not divide
 for i, pf in enumerate(args.presets.split(",")):
     preset, fmt = pf.split(":")
     _, model = converted(args.trillion, args.work, preset, fmt)
