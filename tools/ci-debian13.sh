@@ -86,13 +86,14 @@ if [ "$mode" = labels ]; then
   # Read from ctest's JSON: each test's command and its REQUIRED_FILES (the
   # programs a script runs without naming them on its command line).
   named=$(in_root "ctest --test-dir build -N --show-only=json-v1 -L '$labels' -LE '$skip'" | python3 -c '
-import json, sys
+import json, re, sys
 for t in json.load(sys.stdin)["tests"]:
-    files = list(t.get("command", []))
+    args = list(t.get("command", []))
     for p in t.get("properties", []):
         if p["name"] == "REQUIRED_FILES":
-            files += p["value"]
-    print("\n".join(f for f in files if f.startswith("/root/repo/build/")))' |
+            args += p["value"]
+    for a in args:  # paths inside arguments too: -DCOMMAND=mpiexec;...;/root/repo/build/x
+        print("\n".join(re.findall(r"/root/repo/build/[^\s\";:=]+", a)))' |
           sed 's|.*/||; s|^lib\(.*\)\.so$|\1|'; echo mca_btl_tb5)
   all=$(in_root "cmake --build build --target help" | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p')
   targets=$(comm -12 <(sort -u <<<"$named") <(sort -u <<<"$all") | sed 's/^/--target /' | tr '\n' ' ')
