@@ -42,6 +42,8 @@ class MemoryLink final : public Link {
     return n;
   }
   std::string describe() const override { return "memory"; }
+  bool checks_payload() const override { return checks; }
+  bool checks = false;  // stands for a link that checks payloads itself (udp)
 
  private:
   MemoryNet& net_;

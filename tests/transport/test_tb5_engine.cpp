@@ -1,12 +1,15 @@
 // The reliability engine over an in-memory link with a fake clock: whole,
 // ordered, exactly-once messages under loss, duplication and reordering;
 // the window; retransmission backoff at hand-computed times; duplicate and
-// reorder handling; a silent peer declared dead once, a departed one never.
+// reorder handling; a silent peer declared dead once, a departed one never;
+// puts placed byte for byte where they say, in order with messages.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <random>
+#include <string>
 
 #include "memory_link.hpp"
 #include "transport/tb5/core/engine.hpp"
@@ -277,4 +280,152 @@ BOOST_AUTO_TEST_CASE(flush_waits_for_acknowledgement) {
   BOOST_TEST(!p.eng[0]->all_acknowledged());
   p.eng[1]->progress();              // receives and acknowledges
   BOOST_TEST(p.eng[0]->flush(0.0));  // flush reads the ack
+}
+
+// Puts (the BTL's emulated RDMA write): each lands byte for byte at the
+// address it names and nowhere else, in order with the messages around it,
+// under loss, duplication and reordering; its cookie comes back once, after
+// the receiver has placed every byte.
+BOOST_AUTO_TEST_CASE(puts_land_in_place_in_order_under_faults) {
+  Pair p({}, FaultConfig{0.05, 0.05, 0.05, 23});
+  const size_t per = p.eng[0]->max_payload();
+  // A put's first frame carries its 8-byte address: sizes around both edges.
+  const size_t sizes[] = {0, 1, per - 9, per - 8, per - 7, 2 * per - 8, 3 * per + 5, 20000};
+  constexpr size_t guard = 16;
+  const int count = 40;
+  std::vector<std::vector<uint8_t>> src(count), dst(count);
+  std::vector<int> cookies(count), back_count(count, 0);
+  std::vector<void*> back;
+  p.eng[0]->set_on_sent([&](void* c) {
+    const int i = int(static_cast<int*>(c) - cookies.data());
+    // Acknowledged means placed: every byte is there already.
+    BOOST_TEST((std::equal(src[i].begin(), src[i].end(), dst[i].begin() + guard)), "put " << i);
+    ++back_count[i];
+  });
+  std::vector<int> puts_complete_at_message;  // per message: how many puts were whole when it arrived
+  p.got[1].reserve(count);
+  for (int i = 0; i < count; ++i) {
+    src[i] = content(sizes[i % 8], 500 + i);
+    dst[i].assign(src[i].size() + 2 * guard, 0xEE);
+    BOOST_TEST(p.eng[0]->put(1, uint64_t(uintptr_t(dst[i].data() + guard)), src[i], &cookies[i]));
+    p.send(0, 9, content(10, i));  // a message after each put
+  }
+  BOOST_REQUIRE(p.run_until([&] { return p.got[1].size() >= size_t(count) && p.eng[0]->all_acknowledged(); }));
+  p.run_until([] { return false; }, 2000);  // late duplicates must not write again
+  for (int i = 0; i < count; ++i) {
+    BOOST_TEST((std::equal(src[i].begin(), src[i].end(), dst[i].begin() + guard)), "put " << i);
+    for (size_t g = 0; g < guard; ++g) {
+      BOOST_TEST(dst[i][g] == 0xEE, "put " << i << " wrote before its start");
+      BOOST_TEST(dst[i][guard + src[i].size() + g] == 0xEE, "put " << i << " wrote past its end");
+    }
+    BOOST_TEST(back_count[i] == 1, "put " << i << " completed " << back_count[i] << " times");
+  }
+  BOOST_REQUIRE_EQUAL(p.got[1].size(), size_t(count));  // puts deliver nothing; the messages all arrive
+  BOOST_TEST(p.eng[1]->stats().puts_placed == uint64_t(count));
+  BOOST_TEST(p.faulty[0]->counts().lost > 0u);
+}
+
+// A message sent after a put is delivered only once the put is in place:
+// ob1's FIN, which tells the receiver its buffer is full, relies on it.
+BOOST_AUTO_TEST_CASE(a_message_after_a_put_finds_it_in_place) {
+  Pair p({}, FaultConfig{0.05, 0.0, 0.05, 5});
+  std::vector<uint8_t> src = content(5000, 3), dst(5000, 0);
+  bool whole_at_delivery = false;
+  p.eng[1] = std::make_unique<Engine>(
+      *p.link[1], 1, 2, EngineConfig{},
+      [&](uint32_t, uint8_t, std::span<const uint8_t>) { whole_at_delivery = dst == src; },
+      [](uint32_t, double) {}, [&p] { return p.now; });
+  p.eng[1]->add_peer(0);
+  BOOST_TEST(p.eng[0]->put(1, uint64_t(uintptr_t(dst.data())), src, nullptr));
+  p.send(0, 1, content(3, 1));
+  BOOST_REQUIRE(p.run_until([&] { return p.eng[0]->all_acknowledged() && p.eng[1]->stats().messages_delivered == 1; }));
+  BOOST_TEST(whole_at_delivery);
+}
+
+// A put frame without its address, or one that breaks into another message,
+// is a protocol error naming the sender (the BTL ends the job with it).
+BOOST_AUTO_TEST_CASE(malformed_puts_are_errors) {
+  auto raw = [](FrameType type, uint32_t msg_len, uint32_t frag, uint32_t nfrags, std::vector<uint8_t> payload) {
+    FrameHeader h;
+    h.type = type;
+    h.src = 0;
+    h.seq = 0;
+    h.msg_len = msg_len;
+    h.frag = frag;
+    h.nfrags = nfrags;
+    std::vector<uint8_t> f(frame_header_size + payload.size());
+    encode_frame(h, payload, f.data());
+    return f;
+  };
+  auto error_of = [](Pair& p) -> std::string {
+    try {
+      p.eng[1]->progress();
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  {
+    Pair p;
+    p.net.inbox[1].push_back(raw(FrameType::put, 4, 0, 1, {1, 2, 3, 4}));
+    BOOST_TEST(error_of(p) == "tb5: put without an address from rank 0");
+  }
+  {
+    Pair p;  // a data message's first fragment, then (next in sequence) a put's second
+    p.net.inbox[1].push_back(raw(FrameType::data, 20, 0, 2, std::vector<uint8_t>(10, 1)));
+    FrameHeader h;
+    h.type = FrameType::put;
+    h.src = 0;
+    h.seq = 1;
+    h.msg_len = 20;
+    h.frag = 1;
+    h.nfrags = 2;
+    std::vector<uint8_t> f(frame_header_size + 10);
+    encode_frame(h, std::vector<uint8_t>(10, 2), f.data());
+    p.net.inbox[1].push_back(f);
+    BOOST_TEST(error_of(p) == "tb5: fragment out of sequence from rank 0");
+  }
+}
+
+// Frame checksums leave payloads out where the link checks them (udp) and
+// only there, unless configured; each frame says which it is, so two ends
+// that differ still understand each other.
+BOOST_AUTO_TEST_CASE(payload_hashing_follows_the_link_and_the_config) {
+  for (int forced : {-1, 1, 0}) {
+    MemoryNet net(2);
+    MemoryLink l0(net, 0), l1(net, 1);
+    l0.checks = true;  // rank 0's link checks payloads, rank 1's does not
+    EngineConfig cfg;
+    cfg.payload_hash = forced;
+    std::vector<std::vector<uint8_t>> got[2];
+    double now = 0;
+    auto make = [&](MemoryLink& l, uint32_t r) {
+      return std::make_unique<Engine>(
+          l, r, 2, cfg, [&got, r](uint32_t, uint8_t, std::span<const uint8_t> m) { got[r].emplace_back(m.begin(), m.end()); },
+          [](uint32_t, double) {}, [&now] { return now; });
+    };
+    auto e0 = make(l0, 0), e1 = make(l1, 1);
+    e0->add_peer(1);
+    e1->add_peer(0);
+    int unhashed[2] = {0, 0}, hashed[2] = {0, 0};
+    net.filter = [&](uint32_t from, uint32_t, std::span<const uint8_t> f) {
+      auto d = decode_frame(f);
+      if (d && d->header.type == FrameType::data) ++(d->header.unhashed ? unhashed : hashed)[from];
+      return 1;
+    };
+    const auto m0 = content(700, 1), m1 = content(700, 2);
+    std::span<const uint8_t> s0(m0), s1(m1);
+    e0->send(1, 1, {&s0, 1});
+    e1->send(0, 1, {&s1, 1});
+    for (int i = 0; i < 20; ++i, now += tick) e0->progress(), e1->progress();
+    BOOST_REQUIRE(got[1].size() == 1u && got[0].size() == 1u);
+    BOOST_TEST((got[1][0] == m0));
+    BOOST_TEST((got[0][0] == m1));
+    const bool rank0_hashes = forced == 1 || (forced == -1 && !l0.checks);
+    const bool rank1_hashes = forced != 0;
+    BOOST_TEST((rank0_hashes ? hashed[0] : unhashed[0]) > 0, "config " << forced);
+    BOOST_TEST((rank0_hashes ? unhashed[0] : hashed[0]) == 0, "config " << forced);
+    BOOST_TEST((rank1_hashes ? hashed[1] : unhashed[1]) > 0, "config " << forced);
+    BOOST_TEST((rank1_hashes ? unhashed[1] : hashed[1]) == 0, "config " << forced);
+  }
 }

@@ -66,6 +66,36 @@ BOOST_AUTO_TEST_CASE(frame_damage_is_rejected) {
   BOOST_TEST(!decode_frame(std::span(buf).first(10)));
 }
 
+// A frame whose link checks payloads (udp) is checksummed over its header
+// only: header damage, the flag included, is still caught; payload damage is
+// left to the link; a refreshed acknowledgement keeps it valid.
+BOOST_AUTO_TEST_CASE(unhashed_frames_check_their_header) {
+  const std::vector<uint8_t> payload(100, 7);
+  FrameHeader h = sample();
+  h.unhashed = true;
+  std::vector<uint8_t> buf(frame_header_size + payload.size());
+  encode_frame(h, payload, buf.data());
+  auto d = decode_frame(buf);
+  BOOST_REQUIRE(d);
+  BOOST_TEST(d->header.unhashed);
+  for (size_t i = 0; i < frame_header_size; ++i) {
+    auto bad = buf;
+    bad[i] ^= 0x40;  // at byte 4: the flag itself
+    BOOST_TEST(!decode_frame(bad), "flipped header byte " << i);
+  }
+  auto payload_flip = buf;
+  payload_flip[frame_header_size + 3] ^= 1;
+  BOOST_TEST(decode_frame(payload_flip).has_value());
+  refresh_frame_ack(buf.data(), buf.size(), 5, 0, 8);
+  BOOST_TEST(decode_frame(buf).has_value());
+  // The same frame hashed: a payload flip is caught.
+  h.unhashed = false;
+  encode_frame(h, payload, buf.data());
+  BOOST_TEST(!decode_frame(buf)->header.unhashed);
+  buf[frame_header_size + 3] ^= 1;
+  BOOST_TEST(!decode_frame(buf));
+}
+
 BOOST_AUTO_TEST_CASE(refreshed_ack_stays_valid) {
   std::vector<uint8_t> buf(frame_header_size + 3);
   const uint8_t p[3] = {4, 5, 6};

@@ -125,6 +125,7 @@ extern "C" tb5_handle* tb5_open(const tb5_options* o, uint32_t self, uint32_t nr
     }
     h->description = h->link->describe();
     EngineConfig ec{window, o->rto, o->rto_max, o->heartbeat, o->peer_timeout, o->initial_seq};
+    ec.payload_hash = o->payload_hash == 1 ? 1 : o->payload_hash == 2 ? 0 : -1;
     tb5_handle* raw = h.get();
     h->engine = std::make_unique<Engine>(
         *h->link, self, nranks, ec,
@@ -216,6 +217,16 @@ extern "C" int tb5_send_borrowed(tb5_handle* h, uint32_t peer, uint8_t tag, cons
   }
 }
 
+extern "C" int tb5_put(tb5_handle* h, uint32_t peer, uint64_t remote_addr, const void* data, size_t len,
+                       void* cookie, char* err, size_t errlen) {
+  try {
+    return h->engine->put(peer, remote_addr, {static_cast<const uint8_t*>(data), len}, cookie) ? 0 : 1;
+  } catch (const std::exception& e) {
+    set_err(err, errlen, e.what());
+    return -1;
+  }
+}
+
 extern "C" void tb5_set_sent_callback(tb5_handle* h, tb5_sent_fn sent, void* ctx) {
   h->engine->set_on_sent([sent, ctx](void* cookie) { sent(ctx, cookie); });
 }
@@ -255,7 +266,8 @@ extern "C" const char* tb5_backend(tb5_handle* h) { return h->backend.c_str(); }
 extern "C" void tb5_get_stats(tb5_handle* h, tb5_stats* s) {
   const EngineStats e = h->engine->stats();
   *s = tb5_stats{e.messages_sent,      e.messages_delivered, e.frames_sent, e.retransmissions, e.acks_sent,
-                 e.duplicates_dropped, e.out_of_window,      e.bad_frames,  e.reordered,       0, 0, 0, 0, 0, 0, 0};
+                 e.duplicates_dropped, e.out_of_window,      e.bad_frames,  e.reordered,       0, 0, 0, 0, 0, 0, 0,
+                 e.puts_placed};
   if (h->faulty) {
     const FaultCounts c = h->faulty->counts();
     s->injected_lost = c.lost, s->injected_duplicated = c.duplicated, s->injected_reordered = c.reordered;

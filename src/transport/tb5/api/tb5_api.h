@@ -27,6 +27,7 @@ struct tb5_options {
   const char* verbs_gid_index; /* NULL or "" = each device's IPv4-mapped GID; else that index on every device */
   unsigned local_peers;        /* testing: reach ranks on this host through tb5 too (else btl/self's and sm's) */
   unsigned initial_seq;        /* testing: first sequence number (every rank alike) */
+  unsigned payload_hash;       /* frame checksums cover payloads: 0 unless the link checks them (udp), 1 always, 2 never */
 };
 
 struct tb5_piece {
@@ -41,6 +42,7 @@ struct tb5_stats {
   /* What the verbs simulator (libtb5_verbs_sim.so, when it is the verbs
    * library) did to this process's frames: its tb5_sim_counter. 0 elsewhere. */
   uint64_t sim_lost, sim_duplicated, sim_reordered, sim_stalls;
+  uint64_t puts_placed; /* puts (ob1's RDMA protocol) whose bytes this process received into place */
 };
 
 typedef struct tb5_handle tb5_handle;
@@ -69,6 +71,13 @@ int tb5_send(tb5_handle* h, uint32_t peer, uint8_t tag, const struct tb5_piece* 
  * -1 with err set. */
 int tb5_send_borrowed(tb5_handle* h, uint32_t peer, uint8_t tag, const struct tb5_piece* pieces, size_t n,
                       void* cookie, char* err, size_t errlen);
+/* Writes len bytes at data into the peer's memory at remote_addr (an
+ * address in the peer's process: the BTL's emulated RDMA put). data stays
+ * untouched until the sent callback returns cookie, which says the bytes are
+ * in place at the peer. 0: under way; 1: the peer is gone, nothing sent;
+ * -1 with err set. */
+int tb5_put(tb5_handle* h, uint32_t peer, uint64_t remote_addr, const void* data, size_t len, void* cookie,
+            char* err, size_t errlen);
 typedef void (*tb5_sent_fn)(void* ctx, void* cookie);
 void tb5_set_sent_callback(tb5_handle* h, tb5_sent_fn sent, void* ctx);
 /* Events handled (>= 0), or -1 with err set. */

@@ -1,9 +1,10 @@
 /* btl/tb5: the Open MPI glue over the tb5 transport (src/transport/tb5/api),
  * for Open MPI 4.1 (BTL API 3.1) and 5.0 (BTL API 3.3): btl_tb5_compat.h
- * holds what differs. Send/receive only, so one-sided windows run on
- * osc/pt2pt (4.1) or on osc/rdma's active-message RDMA emulation over the
- * send path (5.0). Everything below the descriptors — frames, reliability,
- * fragmentation, liveness — lives in the C++ core. */
+ * holds what differs. Send/receive, and put for ob1's large messages
+ * (an emulated RDMA write, module_put); no get or atomics, so one-sided
+ * windows run on osc/pt2pt (4.1) or on osc/rdma's active-message RDMA
+ * emulation over the send path (5.0). Everything below the descriptors —
+ * frames, reliability, fragmentation, liveness — lives in the C++ core. */
 #ifndef TRILLION_BTL_TB5_H
 #define TRILLION_BTL_TB5_H
 
@@ -44,6 +45,7 @@ typedef struct {
   double inject_loss, inject_duplicate, inject_reorder;
   unsigned inject_seed;
   char* verbs_gid_index;
+  unsigned payload_hash;
   unsigned local_peers, initial_seq; /* testing */
   char* stats_file;                  /* testing: counters written at finalize */
   char* stats_path;                  /* its copy, taken at init */

@@ -75,6 +75,7 @@ static const struct {
     {"sim_duplicated", "verbs simulator: SENDs it duplicated (TB5_SIM_DUPLICATE)", offsetof(struct tb5_stats, sim_duplicated)},
     {"sim_reordered", "verbs simulator: SENDs it reordered (TB5_SIM_REORDER)", offsetof(struct tb5_stats, sim_reordered)},
     {"sim_stalls", "verbs simulator: stalls it injected (TB5_SIM_STALL)", offsetof(struct tb5_stats, sim_stalls)},
+    {"puts_placed", "puts (ob1's RDMA protocol for large messages) received into place", offsetof(struct tb5_stats, puts_placed)},
 };
 
 static int pvar_get(const struct mca_base_pvar_t* pvar, void* value, void* obj) {
@@ -159,6 +160,10 @@ static int component_register(void) {
   reg_unsigned("inject_seed", "testing: seed of the fault injection (0: 1)", 0, &c->inject_seed);
   reg_unsigned("local_peers", "testing: reach ranks on the same host through tb5 too (0: leave them to btl/self and sm)", 0,
                &c->local_peers);
+  reg_unsigned("payload_hash",
+               "frame checksums cover payloads (XXH3): 0 unless the link checks them itself (verbs yes; udp no: "
+               "UDP's checksum covers them, as TCP's covers btl/tcp), 1 always, 2 never",
+               0, &c->payload_hash);
   reg_unsigned("initial_seq", "testing: first sequence number of every link (the same on every rank)", 0, &c->initial_seq);
   reg_string("stats_file", "testing: write the transport's counters here at finalize (%r: the rank)", "",
              &c->stats_file);
@@ -172,9 +177,20 @@ static int component_register(void) {
    * bytes with tb5's), so the receiver takes it without reassembly. */
   m->btl_max_send_size = 64 * 1024 - 128;
   m->btl_rdma_pipeline_send_length = 64 * 1024 - 128;
-  m->btl_rdma_pipeline_frag_size = 64 * 1024 - 128;
+  /* Messages above the eager limit go by ob1's PUT protocol (module_put):
+   * the receiver asks for its buffer in pieces of rdma_pipeline_frag_size,
+   * a few at a time (pml_ob1_recv_pipeline_depth, 4): 1 MiB pieces keep a
+   * whole window streaming. No registration (btl_register_mem is NULL), so
+   * ob1 takes the RDMA protocol for any contiguous buffer. Not flagged
+   * RDMA_REMOTE_COMPLETION: Open MPI 5's osc/rdma keeps its
+   * active-message emulation over the send path. */
+  m->btl_rdma_pipeline_frag_size = 1024 * 1024;
   m->btl_min_rdma_pipeline_size = 0;
-  m->btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE;
+  m->btl_put_limit = 1024 * 1024 * 1024;
+  m->btl_put_alignment = 0;
+  m->btl_put_local_registration_threshold = 0;
+  m->btl_registration_handle_size = 0;
+  m->btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE | MCA_BTL_FLAGS_PUT;
   m->btl_bandwidth = 9000;
   m->btl_latency = 5;
   return mca_btl_base_param_register(&c->super.btl_version, m);
@@ -222,6 +238,7 @@ static mca_btl_base_module_t** component_init(int* num_btls, bool enable_progres
       .verbs_gid_index = c->verbs_gid_index,
       .local_peers = c->local_peers,
       .initial_seq = c->initial_seq,
+      .payload_hash = c->payload_hash,
   };
   char err[512] = "";
   const uint32_t self = OPAL_PROC_MY_NAME.vpid;

@@ -230,6 +230,46 @@ static int module_sendi(struct mca_btl_base_module_t* btl, struct mca_btl_base_e
   return send_pieces(endpoint, tag, p, n);
 }
 
+/* An emulated RDMA write: ob1's PUT protocol names the receiver's buffer
+ * (no registration: tb5 has none), and the core carries the bytes there in
+ * frames the receiver copies straight into place, sent from the caller's
+ * memory with no copy (the data stays untouched until the completion). What
+ * this saves against the send pipeline: the sender's copy into the core,
+ * the receiver's unpacking by ob1, and ob1's wait for each 64 KiB fragment's
+ * completion before the next (the whole put streams at the window's rate).
+ * The completion runs once every frame is acknowledged, i.e. the bytes are
+ * in place at the peer. A put request is told apart from a descriptor in
+ * mca_btl_tb5_sent by the low bit of its cookie (both are malloc'd). */
+typedef struct {
+  mca_btl_base_endpoint_t* endpoint;
+  void* local_address;
+  mca_btl_base_registration_handle_t* local_handle;
+  mca_btl_base_rdma_completion_fn_t cbfunc;
+  void *cbcontext, *cbdata;
+} tb5_put_request;
+
+static int module_put(struct mca_btl_base_module_t* btl, struct mca_btl_base_endpoint_t* endpoint,
+                      void* local_address, uint64_t remote_address,
+                      struct mca_btl_base_registration_handle_t* local_handle,
+                      struct mca_btl_base_registration_handle_t* remote_handle, size_t size, int flags, int order,
+                      mca_btl_base_rdma_completion_fn_t cbfunc, void* cbcontext, void* cbdata) {
+  (void)remote_handle, (void)flags, (void)order;
+  if (size > btl->btl_put_limit) return OPAL_ERR_BAD_PARAM;
+  tb5_put_request* r = malloc(sizeof *r);
+  if (!r) return OPAL_ERR_OUT_OF_RESOURCE;
+  *r = (tb5_put_request){endpoint, local_address, local_handle, cbfunc, cbcontext, cbdata};
+  char err[512] = "";
+  const int rc = tb5_put(mca_btl_tb5_component.handle, endpoint->rank, remote_address, local_address, size,
+                         (void*)((uintptr_t)r | 1), err, sizeof err);
+  if (rc == 0) return OPAL_SUCCESS;
+  free(r);
+  if (rc < 0) {
+    mca_btl_tb5_fatal(err);
+    return OPAL_ERROR;
+  }
+  return OPAL_ERR_UNREACH; /* the peer said bye */
+}
+
 mca_btl_base_module_t mca_btl_tb5_module = {
     .btl_component = &mca_btl_tb5_component.super,
     .btl_add_procs = module_add_procs,
@@ -240,6 +280,7 @@ mca_btl_base_module_t mca_btl_tb5_module = {
     .btl_prepare_src = module_prepare_src,
     .btl_send = module_send,
     .btl_sendi = module_sendi,
+    .btl_put = module_put,
     .btl_dump = mca_btl_base_dump,
     .btl_register_error = module_register_error,
 };
@@ -270,6 +311,14 @@ void mca_btl_tb5_deliver(void* ctx, uint32_t peer, uint8_t tag, const void* data
 }
 
 void mca_btl_tb5_sent(void* ctx, void* descriptor) {
+  if ((uintptr_t)descriptor & 1) { /* a put (module_put) */
+    tb5_put_request* r = (tb5_put_request*)((uintptr_t)descriptor & ~(uintptr_t)1);
+    if (r->cbfunc && !finalizing)
+      r->cbfunc(&mca_btl_tb5_module, r->endpoint, r->local_address, r->local_handle, r->cbcontext, r->cbdata,
+                OPAL_SUCCESS);
+    free(r);
+    return;
+  }
   mca_btl_base_descriptor_t* des = descriptor;
   mca_btl_tb5_frag_t* f = descriptor;
   const int owned = des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;

@@ -10,7 +10,9 @@
 // the receiver's advertised credit (its reorder buffer, and on verbs its
 // posted receives); the receiver buffers frames that arrive early
 // (reordering) and drops those it has seen (duplicates); messages longer
-// than a frame are cut into fragments and reassembled in order.
+// than a frame are cut into fragments and reassembled in order, except
+// puts, whose fragments the receiver copies straight to the address the put
+// names (put()).
 //
 // Acknowledgements ride on data; a frame of its own (a datagram each way
 // through the kernel: a third of a transfer's cost when sent per frame) goes
@@ -43,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/tb5/core/frame.hpp"
 #include "transport/tb5/core/link.hpp"
 
 namespace trillion::tb5 {
@@ -63,6 +66,11 @@ struct EngineConfig {
   // bandwidth of copying and completing at once for 4 MiB messages.
   // Borrowing pays where the caller allows more in flight.
   size_t borrow_min = SIZE_MAX;
+  // Whether frame checksums cover payloads: 1 yes, 0 no, -1 unless the link
+  // checks them itself (Link::checks_payload: udp). Hashing 64 KiB frames
+  // at both ends cost udp ~15% of its bandwidth on loopback. Each frame says
+  // which it is, so ends that differ still understand each other.
+  int payload_hash = -1;
 };
 
 struct EngineStats {
@@ -71,6 +79,7 @@ struct EngineStats {
   uint64_t duplicates_dropped = 0, out_of_window = 0, bad_frames = 0, reordered = 0;
   // Of the retransmissions: repaired from selective acks, tail probes, timeouts.
   uint64_t fast_retransmits = 0, probes = 0, timeouts = 0;
+  uint64_t puts_placed = 0;  // puts whose bytes this engine wrote into its process's memory
 };
 
 class Engine {
@@ -98,6 +107,14 @@ class Engine {
   // bytes): the pieces are free now.
   bool send_borrowed(uint32_t peer, uint8_t tag, std::span<const std::span<const uint8_t>> pieces, void* cookie);
   void set_on_sent(Sent on_sent) { on_sent_ = std::move(on_sent); }
+  // Writes `data` into the peer's memory at `remote_addr`, an address in the
+  // peer's process (the BTL's put, as RDMA would do it): the frames carry
+  // the address, and the receiver copies each fragment straight to its place
+  // (no reassembly buffer) and delivers nothing. Borrowed like
+  // send_borrowed: `data` stays untouched until on_sent(cookie), which says
+  // every frame was acknowledged, i.e. the bytes are in place at the peer.
+  // False if the peer is gone (nothing sent, no on_sent).
+  bool put(uint32_t peer, uint64_t remote_addr, std::span<const uint8_t> data, void* cookie);
   // Receives, delivers, acknowledges, retransmits, checks liveness; returns
   // the number of frames received plus messages delivered. Deliver and
   // on_dead are called from here (never re-entered: a nested call returns 0);
@@ -125,10 +142,11 @@ class Engine {
  private:
   struct Peer;
   void on_frame(std::span<const uint8_t> bytes);
-  void queue(uint32_t peer, Peer& p, uint8_t tag, size_t total);
+  void queue(uint32_t peer, Peer& p, uint8_t tag, size_t total, FrameType type = FrameType::data);
   void take_ack(Peer& p, uint32_t ack, uint64_t sack, uint32_t window);
   void take_data(Peer& p, uint32_t src, const struct FrameHeader& h, std::span<const uint8_t> payload);
   void consume(Peer& p, uint32_t src, const struct FrameHeader& h, std::span<const uint8_t> payload);
+  void place(Peer& p, uint32_t src, const struct FrameHeader& h, std::span<const uint8_t> payload);
   void pump(uint32_t peer, Peer& p, double now);
   void send_control(uint32_t peer, Peer& p, uint8_t type);
   uint64_t sack_bits(const Peer& p) const;
@@ -143,6 +161,7 @@ class Engine {
   std::vector<void*> sent_;  // borrowed messages acknowledged in this progress call
   Clock clock_;
   std::vector<std::unique_ptr<Peer>> peers_;
+  bool hash_payloads_ = true;  // cfg_.payload_hash resolved against the link
   bool in_progress_ = false;
   double now_ = 0;             // the clock at the start of this progress call
   double last_frame_any_ = 0;  // when any valid frame last arrived

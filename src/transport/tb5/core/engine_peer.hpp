@@ -63,7 +63,8 @@ struct Engine::Peer {
   // `msgs` until its last frame is acknowledged.
   struct OutFrame {
     uint8_t head[frame_header_size_];
-    uint64_t phash = 0;     // the payload's hash (frame.hpp): computed once
+    uint64_t phash = 0;     // the payload's hash (frame.hpp): computed once, at the first transmission
+    bool hashed = false;
     uint32_t off = 0, len = 0;  // the payload within the message at msgs.front() + msg_index
     bool last_of_msg = false, sacked = false, resent = false;
     double sent_at = 0, rto = 0;
@@ -101,6 +102,11 @@ struct Engine::Peer {
   bool msg_open = false;
   uint8_t msg_tag = 0;
   uint32_t msg_len = 0, msg_next_frag = 0, msg_nfrags = 0;
+  // The put being received (a message of type put): where its next bytes
+  // go, and how many are still to come.
+  bool msg_put = false;
+  uint8_t* put_at = nullptr;
+  size_t put_left = 0;
 };
 
 }  // namespace trillion::tb5

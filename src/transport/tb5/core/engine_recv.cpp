@@ -1,5 +1,6 @@
 // The engine's receiving side: data frames in order, early ones held, and
 // messages reassembled and delivered (engine.hpp).
+#include <cstdint>
 #include <string>
 
 #include "transport/tb5/core/engine_peer.hpp"
@@ -50,6 +51,7 @@ void Engine::take_data(Peer& p, uint32_t src, const FrameHeader& h, std::span<co
 
 void Engine::consume(Peer& p, uint32_t src, const FrameHeader& h, std::span<const uint8_t> payload) {
   auto fail = [src](const char* what) { throw std::runtime_error(std::string("tb5: ") + what + " from rank " + std::to_string(src)); };
+  if (h.type == FrameType::put || (p.msg_open && p.msg_put)) return place(p, src, h, payload);
   if (h.frag == 0 && h.nfrags == 1) {  // a whole message in one frame: no copy
     if (p.msg_open) fail("fragment out of sequence");
     if (payload.size() != h.msg_len) fail("message length mismatch");
@@ -61,6 +63,7 @@ void Engine::consume(Peer& p, uint32_t src, const FrameHeader& h, std::span<cons
     if (p.msg_open) fail("fragment out of sequence");
     p.msg.reset(h.msg_len);
     p.msg_open = true;
+    p.msg_put = false;
     p.msg_tag = h.tag;
     p.msg_len = h.msg_len;
     p.msg_nfrags = h.nfrags;
@@ -74,6 +77,35 @@ void Engine::consume(Peer& p, uint32_t src, const FrameHeader& h, std::span<cons
   p.msg_open = false;
   ++stats_.messages_delivered, ++delivered_now_;
   deliver_(src, p.msg_tag, p.msg.view(0, p.msg.len));  // may call send()
+}
+
+// A put's fragment, in order: its payload goes straight to where the first
+// fragment's address says (the peer's put names memory of this process, as
+// an RDMA write would); nothing is delivered.
+void Engine::place(Peer& p, uint32_t src, const FrameHeader& h, std::span<const uint8_t> payload) {
+  auto fail = [src](const char* what) { throw std::runtime_error(std::string("tb5: ") + what + " from rank " + std::to_string(src)); };
+  if (h.type != FrameType::put) fail("fragment out of sequence");
+  if (h.frag == 0) {
+    if (p.msg_open) fail("fragment out of sequence");
+    if (h.msg_len < 8 || payload.size() < 8) fail("put without an address");
+    uint64_t addr = 0;
+    for (int i = 7; i >= 0; --i) addr = (addr << 8) | payload[size_t(i)];
+    payload = payload.subspan(8);
+    p.msg_open = p.msg_put = true;
+    p.msg_nfrags = h.nfrags;
+    p.msg_next_frag = 0;
+    p.put_at = reinterpret_cast<uint8_t*>(uintptr_t(addr));
+    p.put_left = h.msg_len - 8;
+  }
+  if (!p.msg_open || !p.msg_put || h.frag != p.msg_next_frag || h.nfrags != p.msg_nfrags) fail("fragment out of sequence");
+  if (payload.size() > p.put_left) fail("put length mismatch");
+  if (!payload.empty()) std::memcpy(p.put_at, payload.data(), payload.size());
+  p.put_at += payload.size();
+  p.put_left -= payload.size();
+  if (++p.msg_next_frag < p.msg_nfrags) return;
+  if (p.put_left != 0) fail("put length mismatch");
+  p.msg_open = p.msg_put = false;
+  ++stats_.puts_placed, ++delivered_now_;
 }
 
 }  // namespace trillion::tb5

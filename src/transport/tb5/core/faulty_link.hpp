@@ -28,6 +28,7 @@ class FaultyLink final : public Link {
   FaultyLink(std::unique_ptr<Link> inner, FaultConfig cfg);
   size_t mtu() const override { return inner_->mtu(); }
   size_t frame_size(uint32_t peer) const override { return inner_->frame_size(peer); }
+  bool checks_payload() const override { return inner_->checks_payload(); }
   std::vector<uint8_t> address() const override { return inner_->address(); }
   void connect(uint32_t peer, std::span<const uint8_t> a) override { inner_->connect(peer, a); }
   void send(uint32_t peer, std::span<const uint8_t> frame) override { send_parts(peer, frame, {}, {}); }

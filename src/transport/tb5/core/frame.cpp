@@ -7,7 +7,7 @@
 namespace trillion::tb5 {
 namespace {
 
-// Layout (offsets): magic 0, type 4 (bit 7: ack_now), tag 5, payload_len 6, src 8, seq 12,
+// Layout (offsets): magic 0, type 4 (bit 7: ack_now, bit 6: unhashed), tag 5, payload_len 6, src 8, seq 12,
 // ack 16, window 20, sack 24, msg_len 32, frag 36, nfrags 40, checksum 44.
 constexpr size_t off_checksum = 44;
 
@@ -40,7 +40,7 @@ uint64_t payload_hash(std::span<const uint8_t> a, std::span<const uint8_t> b) {
 
 void encode_header(const FrameHeader& h, uint16_t payload_len, uint64_t phash, uint8_t* out) {
   put32(out + 0, frame_magic);
-  out[4] = uint8_t(uint8_t(h.type) | (h.ack_now ? 0x80 : 0));
+  out[4] = uint8_t(uint8_t(h.type) | (h.ack_now ? 0x80 : 0) | (h.unhashed ? 0x40 : 0));
   out[5] = h.tag;
   put16(out + 6, payload_len);
   put32(out + 8, h.src);
@@ -56,7 +56,7 @@ void encode_header(const FrameHeader& h, uint16_t payload_len, uint64_t phash, u
 
 size_t encode_frame(const FrameHeader& h, std::span<const uint8_t> payload, uint8_t* out) {
   if (!payload.empty()) std::memcpy(out + frame_header_size, payload.data(), payload.size());
-  encode_header(h, uint16_t(payload.size()), payload_hash(payload), out);
+  encode_header(h, uint16_t(payload.size()), h.unhashed ? 0 : payload_hash(payload), out);
   return frame_header_size + payload.size();
 }
 
@@ -68,7 +68,9 @@ void refresh_header_ack(uint8_t* head, uint64_t phash, uint32_t ack, uint64_t sa
 }
 
 void refresh_frame_ack(uint8_t* frame, size_t len, uint32_t ack, uint64_t sack, uint32_t window) {
-  refresh_header_ack(frame, payload_hash({frame + frame_header_size, len - frame_header_size}), ack, sack, window);
+  const bool unhashed = frame[4] & 0x40;
+  refresh_header_ack(frame, unhashed ? 0 : payload_hash({frame + frame_header_size, len - frame_header_size}), ack, sack,
+                     window);
 }
 
 std::optional<DecodedFrame> decode_frame(std::span<const uint8_t> b) {
@@ -77,14 +79,15 @@ std::optional<DecodedFrame> decode_frame(std::span<const uint8_t> b) {
   if (get32(p) != frame_magic) return std::nullopt;
   DecodedFrame d;
   FrameHeader& h = d.header;
-  if ((p[4] & 0x7f) < 1 || (p[4] & 0x7f) > 4) return std::nullopt;
-  h.type = FrameType(p[4] & 0x7f);
+  if ((p[4] & 0x3f) < 1 || (p[4] & 0x3f) > 5) return std::nullopt;
+  h.type = FrameType(p[4] & 0x3f);
   h.ack_now = p[4] & 0x80;
+  h.unhashed = p[4] & 0x40;
   h.tag = p[5];
   h.payload_len = get16(p + 6);
   if (frame_header_size + h.payload_len != b.size()) return std::nullopt;
   d.payload = b.subspan(frame_header_size);
-  if (get32(p + off_checksum) != header_checksum(p, payload_hash(d.payload))) return std::nullopt;
+  if (get32(p + off_checksum) != header_checksum(p, h.unhashed ? 0 : payload_hash(d.payload))) return std::nullopt;
   h.src = get32(p + 8);
   h.seq = get32(p + 12);
   h.ack = get32(p + 16);

@@ -17,11 +17,14 @@ enum class FrameType : uint8_t {
   ack = 2,        // acknowledgement and credit only
   heartbeat = 3,  // liveness only (sent by a thread, carries no state)
   bye = 4,        // the sender is closing: stop expecting it
+  put = 5,        // a fragment of a put: sequenced like data; the message's first
+                  // 8 bytes (little-endian) are where in the receiver's memory the rest goes
 };
 
 struct FrameHeader {
   FrameType type = FrameType::data;
   bool ack_now = false;     // data: acknowledge without delay (the sender is waiting to reuse a buffer)
+  bool unhashed = false;    // the checksum covers the header only: the link checks payloads itself (Link::checks_payload)
   uint8_t tag = 0;          // the message's active-message tag (data)
   uint32_t src = 0;         // sender's rank
   uint32_t seq = 0;         // data: this frame's sequence number
@@ -39,7 +42,9 @@ constexpr size_t frame_header_size = 48;
 
 // The checksum: XXH3-64 of the payload seeds XXH3-64 of the header's first
 // 44 bytes (everything before the checksum field); its low 32 bits are
-// stored. One-shot calls, no hash state; the payload's hash is computed once
+// stored. A frame flagged unhashed (its sender's link checks payloads, as
+// UDP's checksum does) is checksummed with a payload hash of 0: the header
+// only, flag included. One-shot calls, no hash state; the payload's hash is computed once
 // per frame and kept by the sender, so a frame whose acknowledgement fields
 // change at each transmission rehashes 44 bytes, not the payload.
 uint64_t payload_hash(std::span<const uint8_t> payload);

@@ -55,6 +55,11 @@ class Link {
   // most `max` of them; returns how many. The frame's bytes are valid during
   // the call only; on_frame may send.
   virtual size_t poll(const std::function<void(std::span<const uint8_t>)>& on_frame, size_t max) = 0;
+  // True if a corrupted payload never reaches poll() (udp: the kernel checks
+  // UDP's checksum, in the NIC or while copying; the protection btl/tcp has
+  // from TCP's): the engine then leaves payloads out of its frame checksum
+  // (EngineConfig::payload_hash), which saves hashing every byte twice.
+  virtual bool checks_payload() const { return false; }
   // "udp 10.0.0.1:5000", "verbs rdma_en3" — for logs and --metrics.
   virtual std::string describe() const = 0;
 };

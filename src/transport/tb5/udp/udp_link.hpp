@@ -38,6 +38,7 @@ class UdpLink final : public Link {
   void send_parts(uint32_t peer, std::span<const uint8_t> head, std::span<const uint8_t> body,
                   std::span<const uint8_t> body2) override;
   size_t poll(const std::function<void(std::span<const uint8_t>)>& on_frame, size_t max) override;
+  bool checks_payload() const override { return true; }  // UDP's checksum
   std::string describe() const override;
   // The kernel's receive buffer, bytes (the api sizes the window by it).
   size_t receive_buffer() const { return rcvbuf_; }
