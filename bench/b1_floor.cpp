@@ -4,7 +4,7 @@
 
 #include "bench_stats.hpp"
 #include "kernels/matmul.hpp"
-#include "model/layer_range.hpp"
+#include "config/layer_range.hpp"
 
 namespace trillion::bench {
 

@@ -19,7 +19,7 @@
 #include "model/batch.hpp"
 #include "model/expert_backend.hpp"
 #include "model/kv_cache.hpp"
-#include "model/layer_range.hpp"
+#include "config/layer_range.hpp"
 #include "model/linear.hpp"
 #include "model/local_experts.hpp"
 #include "model/phase_times.hpp"

@@ -14,7 +14,7 @@
 #include "common/page_arena.hpp"
 #include "format/mapped_pages.hpp"
 #include "model/kv_pools.hpp"
-#include "model/row_groups.hpp"
+#include "config/row_groups.hpp"
 #include "parallel/run_footprint.hpp"
 #include "plan/model_cost.hpp"
 #include "plan/predict.hpp"
@@ -230,7 +230,7 @@ void Cluster::write_metrics(nlohmann::json j, const std::vector<RankMetrics>& ra
   j["kv_block_tokens"] = kv.block_tokens();
   j["micro_batches"] = runner.max_in_flight();
   // Expert mode: the row groups a rank's step is split into at most (a step
-  // forms fewer when its rows are few, model/row_groups.hpp).
+  // forms fewer when its rows are few, config/row_groups.hpp).
   if (env_->size() > 1 && layout_.mode == ParallelMode::expert)
     j["row_groups"] = opts_.micro_batches > 0 ? opts_.micro_batches : kDefaultRowGroups;
   j["wall_seconds"] = now_seconds() - started_;

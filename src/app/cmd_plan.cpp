@@ -20,7 +20,7 @@
 #include "common/error.hpp"
 #include "model/kv_cache.hpp"
 #include "model/kv_pools.hpp"
-#include "model/linear.hpp"
+#include "config/activations.hpp"
 #include "parallel/run_footprint.hpp"
 #include "plan/layout.hpp"
 

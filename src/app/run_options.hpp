@@ -22,7 +22,7 @@ struct RunOptions {
   std::string head_split;   // --head-split rows | auto ("": auto with --stages auto, else none)
   std::string profile;      // --profile HOST.json: the host figures --stages auto predicts with
   int micro_batches = 0;    // pipeline steps in flight (0: one per stage); expert: row groups (0: 2)
-  std::string activations = "auto";  // --activations auto | f32 | int8 (model/linear.hpp)
+  std::string activations = "auto";  // --activations auto | f32 | int8 (config/activations.hpp)
   std::string metrics_path; // --metrics FILE.json
   double metrics_interval = 15;  // seconds between running updates of --metrics (0: only at the end)
   std::string speculative;  // generate --speculative mtp ("" : plain decoding)

@@ -28,7 +28,7 @@
 #include "config/model_config.hpp"
 #include "model/batch.hpp"
 #include "model/kv_pools.hpp"
-#include "model/layer_range.hpp"
+#include "config/layer_range.hpp"
 
 namespace trillion {
 

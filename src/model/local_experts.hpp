@@ -9,8 +9,8 @@
 #include "common/thread_pool.hpp"
 #include "config/model_config.hpp"
 #include "model/expert_backend.hpp"
-#include "model/expert_range.hpp"
-#include "model/layer_range.hpp"
+#include "config/expert_range.hpp"
+#include "config/layer_range.hpp"
 #include "model/linear.hpp"
 #include "model/weights.hpp"
 

@@ -19,7 +19,7 @@
 #include "config/model_config.hpp"
 #include "model/batch.hpp"
 #include "model/kv_cache.hpp"
-#include "model/layer_range.hpp"
+#include "config/layer_range.hpp"
 #include "model/linear.hpp"
 #include "kernels/vector_ops.hpp"
 

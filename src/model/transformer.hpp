@@ -12,10 +12,10 @@
 #include "model/batch.hpp"
 #include "model/expert_backend.hpp"
 #include "model/kv_cache.hpp"
-#include "model/layer_range.hpp"
+#include "config/layer_range.hpp"
 #include "model/linear.hpp"
 #include "model/phase_times.hpp"
-#include "model/row_groups.hpp"
+#include "config/row_groups.hpp"
 #include "kernels/vector_ops.hpp"
 
 namespace trillion {
@@ -73,7 +73,7 @@ class Transformer {
   // expert backend that overlaps (RmaExperts) gains; every rank of a run
   // must use the same count, since each group is one exchange. A row's bits
   // do not change: rows never mix inside a kernel. 1 = one group.
-  // A step forms at most rows / min_group_rows groups (row_groups.hpp says
+  // A step forms at most rows / min_group_rows groups (config/row_groups.hpp says
   // why); the rest stay empty, and still take their turns.
   void set_groups(int groups, int64_t min_group_rows = kMinGroupRows);
   int groups() const { return groups_; }

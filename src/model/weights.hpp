@@ -12,7 +12,7 @@
 #include "config/model_config.hpp"
 #include "kernels/qmatrix.hpp"
 #include "kernels/vector_ops.hpp"
-#include "model/layer_range.hpp"
+#include "config/layer_range.hpp"
 
 namespace trillion {
 

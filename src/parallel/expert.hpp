@@ -27,7 +27,7 @@ namespace trillion {
 
 // Groups of a step's rows per rank that take turns at the MoE layers
 // (Transformer::set_groups): --micro-batches in expert mode, 0 = the
-// default (model/row_groups.hpp).
+// default (config/row_groups.hpp).
 int expert_groups(const RunShape& shape);
 
 class ExpertRank {

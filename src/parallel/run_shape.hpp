@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "model/linear.hpp"
-#include "model/row_groups.hpp"
+#include "config/activations.hpp"
+#include "config/row_groups.hpp"
 
 namespace trillion {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "config/model_config.hpp"
-#include "model/layer_range.hpp"
+#include "config/layer_range.hpp"
 #include "plan/partition.hpp"
 
 namespace trillion {

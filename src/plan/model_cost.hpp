@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "config/model_config.hpp"
-#include "model/linear.hpp"
+#include "config/activations.hpp"
 
 namespace trillion {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "model/expert_range.hpp"
-#include "model/layer_range.hpp"
+#include "config/expert_range.hpp"
+#include "config/layer_range.hpp"
 
 namespace trillion {
 

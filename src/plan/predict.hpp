@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "model/row_groups.hpp"
+#include "config/row_groups.hpp"
 #include "plan/layout.hpp"
 #include "plan/model_cost.hpp"
 #include "plan/profile.hpp"
@@ -61,7 +61,7 @@ struct Cluster {
 struct PredictOptions {
   std::vector<int64_t> batches = {1, 8, 32, 128};
   int micro_batches = 0;        // pipeline groups (0: one per stage); expert: row groups per rank (0: 2), as generate
-  int64_t min_group_rows = kMinGroupRows;  // expert: fewest rows a group gets (model/row_groups.hpp)
+  int64_t min_group_rows = kMinGroupRows;  // expert: fewest rows a group gets (config/row_groups.hpp)
   int64_t context = 256;        // cached positions per sequence while decoding
   int64_t prefill_tokens = 256; // rows of one prefill step (generate's --step-tokens)
 };

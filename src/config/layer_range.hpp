@@ -1,4 +1,5 @@
-// Which part of the model a rank runs (pipeline stages hold contiguous ranges).
+// Which part of the model a rank runs (pipeline stages hold contiguous
+// ranges): plan/ decides it, model/ maps and runs it.
 #pragma once
 #include <cstdint>
 

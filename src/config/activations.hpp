@@ -1,0 +1,31 @@
+// The compute path of the weight products (--activations), chosen once per
+// run: model/linear.hpp runs it, plan/ predicts its cost and memory, the
+// command line names it.
+//   f32:  float32 activations, float32 accumulation, every weight format;
+//   int8: activations quantized per token to int8 in groups of 32, exact
+//         integer dot products for INT8_G32 and INT4_G32 weights (FP8
+//         models get INT8_G32 weights by requantizing at load:
+//         store/int8_source.hpp); BF16 and F32 stay on f32.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "config/model_config.hpp"
+
+namespace trillion {
+
+enum class Activations : uint8_t { f32, int8 };
+Activations parse_activations(const std::string& s);  // "f32" | "int8"; throws InputError
+const char* to_string(Activations a);
+// The --activations flag for a model stored as `f`: "auto" (the default) is
+// int8 for INT8 and INT4 models, as in every peer engine, and f32 for BF16
+// and FP8 (no int8 copy in memory, the same bits on every CPU: activations.cpp);
+// "f32" and "int8" as given.
+Activations resolve_activations(const std::string& flag, WeightFormat f);
+// Whether a model stored as `f` on path `a` reads its FP8 linears as int8
+// copies (store/int8_source.hpp), which cost memory of their own.
+inline bool requantizes_fp8(Activations a, WeightFormat f) {
+  return a == Activations::int8 && f == WeightFormat::fp8_block;
+}
+
+}  // namespace trillion
