@@ -5,6 +5,35 @@ function(trillion_library name)
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_compile_definitions(${name} PUBLIC OMPI_SKIP_MPICXX=1)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS} PRIVATE trillion_warnings trillion_sanitize trillion_arch)
+  set_property(GLOBAL APPEND PROPERTY TRILLION_LIBRARIES ${name})
+endfunction()
+
+# trillion_library_deps(FILE): writes, for every trillion_library, the src/
+# folder it is (its first folder below src/: transport for src/transport/tb5)
+# and the folders of the trillion libraries it declares (its own DEPS, not
+# theirs), one line each: "library|folder|source dir|dep folder;dep folder;...".
+# cmake/CheckLibraryDeps.cmake holds each folder's #includes against it.
+function(trillion_library_deps file)
+  get_property(libraries GLOBAL PROPERTY TRILLION_LIBRARIES)
+  foreach(lib IN LISTS libraries)
+    get_target_property(dir ${lib} SOURCE_DIR)
+    file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR}/src ${dir})
+    string(REGEX REPLACE "/.*" "" folder "${rel}")
+    set(folder_of_${lib} ${folder})
+    set(dir_of_${lib} ${dir})
+  endforeach()
+  set(text "")
+  foreach(lib IN LISTS libraries)
+    get_target_property(links ${lib} LINK_LIBRARIES)
+    set(deps "")
+    foreach(dep IN LISTS links)
+      if(DEFINED folder_of_${dep})
+        list(APPEND deps ${folder_of_${dep}})
+      endif()
+    endforeach()
+    string(APPEND text "${lib}|${folder_of_${lib}}|${dir_of_${lib}}|${deps}\n")
+  endforeach()
+  file(WRITE ${file} "${text}")
 endfunction()
 
 # trillion_test(NAME SOURCES ... DEPS ... LABELS ... [MPI_RANKS n]): a Boost.Test
