@@ -13,7 +13,7 @@ namespace {
 // The name of an expert's first tensor as the format stores it (docs/checkpoint.md).
 std::string first_expert_tensor(const ModelConfig& cfg, int64_t layer, int64_t expert) {
   const bool packed = cfg.weight_format == WeightFormat::int4_group && cfg.hidden_size % 32 == 0;
-  return hf_expert_prefix(layer, expert) + (packed ? "gate_proj.weight_packed" : "gate_proj.weight");
+  return hf_name(Weight::expert_gate, layer, expert) + (packed ? ".weight_packed" : ".weight");
 }
 
 }  // namespace
@@ -34,7 +34,7 @@ void check_config_extent(const ModelConfig& cfg, const std::vector<std::string>&
   while (held < cfg.num_hidden_layers && layers.count(held)) ++held;
   if (held < cfg.num_hidden_layers)
     throw FormatError(config_path + ": num_hidden_layers is " + std::to_string(cfg.num_hidden_layers) + ", but " +
-                      names_source + " has no tensor '" + hf_layer_prefix(held) + "input_layernorm.weight' (" +
+                      names_source + " has no tensor '" + hf_name(Weight::input_norm, held) + "' (" +
                       (held ? "it holds layers 0-" + std::to_string(held - 1) : std::string("it holds no layers")) +
                       ")");
   for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {

@@ -20,15 +20,19 @@ MtpLayer::MtpLayer(const ModelConfig& cfg, TensorSource& source, ThreadPool& poo
     : cfg_(cfg), pool_(pool), act_(act) {
   if (cfg.num_nextn_predict_layers < 1)
     throw ConfigError("the model has no MTP layer (num_nextn_predict_layers is 0): --speculative mtp needs one");
-  const int64_t d = cfg.hidden_size, l = layer();
-  const std::string p = "model.layers." + std::to_string(l) + ".";
-  embed_ = load_linear(source, source.has(p + "embed_tokens.weight") ? p + "embed_tokens" : "model.embed_tokens",
-                       cfg.vocab_size, d);
-  enorm_ = load_vector(source, p + "enorm.weight", d);
-  hnorm_ = load_vector(source, p + "hnorm.weight", d);
-  head_norm_ = load_vector(source, p + "shared_head.norm.weight", d);
-  eh_proj_ = load_linear(source, p + "eh_proj", d, 2 * d);
-  block_ = std::make_unique<LayerWeights>(load_layer(cfg, source, l));
+  for (const WeightSpec& w : mtp_weights(cfg)) {
+    switch (w.weight) {
+      case Weight::mtp_embed:  // its own copy when stored, else the model's (the same rows)
+        embed_ = load_linear(source, source.has(w.name + ".weight") ? w : embed_weight(cfg));
+        break;
+      case Weight::mtp_enorm: enorm_ = load_vector(source, w); break;
+      case Weight::mtp_hnorm: hnorm_ = load_vector(source, w); break;
+      case Weight::mtp_head_norm: head_norm_ = load_vector(source, w); break;
+      case Weight::mtp_eh_proj: eh_proj_ = load_linear(source, w); break;
+      default: break;  // shared_head.head: the caller applies the main lm_head
+    }
+  }
+  block_ = std::make_unique<LayerWeights>(load_layer(cfg, source, layer()));
   experts_ = std::make_unique<LocalExperts>(cfg, cache_range(), source, pool, act);
   rope_ = std::make_unique<Rope>(cfg);
   dump_ = std::make_unique<Dumper>();

@@ -1,15 +1,10 @@
 #include "model/weights.hpp"
 
 #include "common/error.hpp"
+#include "format/hf_tensors.hpp"
 
 namespace trillion {
 namespace {
-
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
 
 // The tensor, checked for dtype (one of `dtypes`), shape and byte size.
 TensorView fetch(TensorSource& src, const std::string& name, std::initializer_list<DType> dtypes,
@@ -24,42 +19,44 @@ TensorView fetch(TensorSource& src, const std::string& name, std::initializer_li
   if (!dtype_ok)
     throw FormatError(name + ": dtype " + dtype_name(t.dtype) + ", expected " + allowed);
   if (t.shape != shape)
-    throw FormatError(name + ": shape " + shape_str(t.shape) + ", expected " + shape_str(shape));
+    throw FormatError(name + ": shape " + shape_string(t.shape) + ", expected " + shape_string(shape));
   if (t.nbytes < size_t(t.numel()) * dtype_size(t.dtype) || (!t.data && t.numel() > 0))
     throw FormatError(name + ": " + std::to_string(t.nbytes) + " bytes of data, too few for " +
-                      shape_str(t.shape) + " " + dtype_name(t.dtype));
+                      shape_string(t.shape) + " " + dtype_name(t.dtype));
   return t;
 }
 
-MlpWeights load_mlp(TensorSource& src, const std::string& prefix, int64_t d, int64_t width) {
-  MlpWeights m;
-  m.gate = load_linear(src, prefix + "gate_proj", width, d);
-  m.up = load_linear(src, prefix + "up_proj", width, d);
-  m.down = load_linear(src, prefix + "down_proj", d, width);
-  return m;
-}
-
-AttentionWeights load_attention(const ModelConfig& cfg, TensorSource& src, const std::string& p) {
-  const int64_t d = cfg.hidden_size, H = cfg.num_attention_heads, r = cfg.kv_lora_rank;
-  const int64_t rope = cfg.qk_rope_head_dim;
-  AttentionWeights a;
-  a.has_q_lora = cfg.q_lora_rank.has_value();
-  if (a.has_q_lora) {
-    const int64_t ql = *cfg.q_lora_rank;
-    a.q_a = load_linear(src, p + "q_a_proj", ql, d);
-    a.q_a_norm = load_vector(src, p + "q_a_layernorm.weight", ql);
-    a.q_b = load_linear(src, p + "q_b_proj", H * cfg.qk_head_dim(), ql);
-  } else {
-    a.q = load_linear(src, p + "q_proj", H * cfg.qk_head_dim(), d);
+// Where each weight of a decoder layer goes in LayerWeights (the table,
+// format/hf_tensors.hpp, says which a layer has, their names and shapes).
+QMatrix* matrix_of(LayerWeights& L, Weight w) {
+  switch (w) {
+    case Weight::q_a: return &L.attn.q_a;
+    case Weight::q_b: return &L.attn.q_b;
+    case Weight::q: return &L.attn.q;
+    case Weight::kv_a: return &L.attn.kv_a;
+    case Weight::kv_b: return &L.attn.kv_b;
+    case Weight::o: return &L.attn.o;
+    case Weight::mlp_gate: return &L.mlp.gate;
+    case Weight::mlp_up: return &L.mlp.up;
+    case Weight::mlp_down: return &L.mlp.down;
+    case Weight::router: return &L.moe.gate;
+    case Weight::shared_gate: return &L.moe.shared.gate;
+    case Weight::shared_up: return &L.moe.shared.up;
+    case Weight::shared_down: return &L.moe.shared.down;
+    default: throw Error(std::string("load_layer: no field for the matrix ") + hf_name(w, L.layer));
   }
-  a.kv_a = load_linear(src, p + "kv_a_proj_with_mqa", r + rope, d);
-  a.kv_a_norm = load_vector(src, p + "kv_a_layernorm.weight", r);
-  a.kv_b = load_linear(src, p + "kv_b_proj", H * (cfg.qk_nope_head_dim + cfg.v_head_dim), r);
-  a.o = load_linear(src, p + "o_proj", d, H * cfg.v_head_dim);
-  return a;
 }
 
-std::string layer_prefix(int64_t layer) { return "model.layers." + std::to_string(layer) + "."; }
+VecView* vector_of(LayerWeights& L, Weight w) {
+  switch (w) {
+    case Weight::input_norm: return &L.input_norm;
+    case Weight::post_attn_norm: return &L.post_attn_norm;
+    case Weight::q_a_norm: return &L.attn.q_a_norm;
+    case Weight::kv_a_norm: return &L.attn.kv_a_norm;
+    case Weight::router_bias: return &L.moe.bias;
+    default: throw Error(std::string("load_layer: no field for the vector ") + hf_name(w, L.layer));
+  }
+}
 
 }  // namespace
 
@@ -113,28 +110,25 @@ QMatrix load_linear(TensorSource& src, const std::string& prefix, int64_t rows, 
   return m;
 }
 
+VecView load_vector(TensorSource& src, const WeightSpec& w) { return load_vector(src, w.name, w.out); }
+QMatrix load_linear(TensorSource& src, const WeightSpec& w) { return load_linear(src, w.name, w.out, w.in); }
+
 MlpWeights load_expert(const ModelConfig& cfg, TensorSource& src, int64_t layer, int64_t expert) {
-  return load_mlp(src, layer_prefix(layer) + "mlp.experts." + std::to_string(expert) + ".", cfg.hidden_size,
-                  cfg.moe_intermediate_size);
+  const std::vector<WeightSpec> w = expert_weights(cfg, layer, expert);  // gate, up, down
+  return MlpWeights{load_linear(src, w.at(0)), load_linear(src, w.at(1)), load_linear(src, w.at(2))};
 }
 
 LayerWeights load_layer(const ModelConfig& cfg, TensorSource& src, int64_t l) {
-  const int64_t d = cfg.hidden_size;
-  const std::string p = layer_prefix(l);
   LayerWeights L;
   L.layer = l;
-  L.input_norm = load_vector(src, p + "input_layernorm.weight", d);
-  L.post_attn_norm = load_vector(src, p + "post_attention_layernorm.weight", d);
-  L.attn = load_attention(cfg, src, p + "self_attn.");
   L.is_moe = cfg.is_moe_layer(l);
-  if (L.is_moe) {
-    L.moe.gate = load_linear(src, p + "mlp.gate", cfg.n_routed_experts, d);
-    L.moe.bias = load_vector(src, p + "mlp.gate.e_score_correction_bias", cfg.n_routed_experts);
-    L.moe.has_shared = cfg.n_shared_experts > 0;
-    if (L.moe.has_shared)
-      L.moe.shared = load_mlp(src, p + "mlp.shared_experts.", d, cfg.n_shared_experts * cfg.moe_intermediate_size);
-  } else {
-    L.mlp = load_mlp(src, p + "mlp.", d, cfg.intermediate_size);
+  L.attn.has_q_lora = cfg.q_lora_rank.has_value();
+  L.moe.has_shared = L.is_moe && cfg.n_shared_experts > 0;
+  for (const WeightSpec& w : layer_weights(cfg, l)) {
+    if (w.is_matrix())
+      *matrix_of(L, w.weight) = load_linear(src, w);
+    else
+      *vector_of(L, w.weight) = load_vector(src, w);
   }
   return L;
 }
@@ -143,17 +137,17 @@ ModelWeights ModelWeights::load(const ModelConfig& cfg, const LayerRange& range,
   if (range.begin < 0 || range.end > cfg.num_hidden_layers || range.begin > range.end)
     throw ConfigError("layer range [" + std::to_string(range.begin) + ", " + std::to_string(range.end) +
                       ") outside the model's " + std::to_string(cfg.num_hidden_layers) + " layers");
-  const int64_t d = cfg.hidden_size;
   ModelWeights w;
-  if (range.has_embed) w.embed = load_linear(src, "model.embed_tokens", cfg.vocab_size, d);
+  if (range.has_embed) w.embed = load_linear(src, embed_weight(cfg));
   if (range.head_split < 0 || range.head_split >= cfg.vocab_size)
     throw ConfigError("head split " + std::to_string(range.head_split) + " outside the vocabulary's " +
                       std::to_string(cfg.vocab_size) + " rows");
-  if (range.has_head) w.final_norm = load_vector(src, "model.norm.weight", d);
+  const std::vector<WeightSpec> head = head_weights(cfg);  // final norm, lm_head
+  if (range.has_head) w.final_norm = load_vector(src, head.at(0));
   if (range.holds_head_rows()) {
     // A view of the held rows: mapped weights, so the other rows' pages are never touched.
     const int64_t b = range.head_begin(), e = range.head_end(cfg.vocab_size);
-    w.lm_head = load_linear(src, "lm_head", cfg.vocab_size, d).row_range(b, e - b);
+    w.lm_head = load_linear(src, head.at(1)).row_range(b, e - b);
   }
   for (int64_t l = range.begin; l < range.end; ++l) w.layers.push_back(load_layer(cfg, src, l));
   return w;

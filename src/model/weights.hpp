@@ -1,6 +1,7 @@
 // The weights of the layers a rank holds, as views into the TensorSource's
-// memory (mmap'd shards; nothing copied). The only place that maps Hugging
-// Face tensor names to fields (docs/checkpoint.md). Shapes use d = hidden_size,
+// memory (mmap'd shards; nothing copied). The table of the architecture's
+// weights (format/hf_tensors.hpp: names and shapes) is iterated here and
+// each weight put in its field. Shapes use d = hidden_size,
 // H = num_attention_heads, nope/rope/v = qk_nope/qk_rope/v_head_dim,
 // r = kv_lora_rank, E = n_routed_experts.
 #pragma once
@@ -10,6 +11,7 @@
 
 #include "common/tensor_view.hpp"
 #include "config/model_config.hpp"
+#include "format/hf_tensors.hpp"
 #include "kernels/qmatrix.hpp"
 #include "kernels/vector_ops.hpp"
 #include "config/layer_range.hpp"
@@ -73,6 +75,10 @@ VecView load_vector(TensorSource& source, const std::string& name, int64_t size)
 
 // Routed expert `expert` of MoE layer `layer`: width moe_intermediate_size.
 MlpWeights load_expert(const ModelConfig& cfg, TensorSource& source, int64_t layer, int64_t expert);
+
+// A weight of the table by its name and shape (a vector, a matrix).
+VecView load_vector(TensorSource& source, const WeightSpec& w);
+QMatrix load_linear(TensorSource& source, const WeightSpec& w);
 
 // A linear layer `prefix` (".weight", or FP8 ".weight" + ".weight_scale_inv",
 // or INT4 ".weight_packed" + ".weight_scale", or INT8 I8 ".weight" +

@@ -3,39 +3,16 @@
 #include <set>
 
 #include "common/error.hpp"
+#include "format/hf_tensors.hpp"
 #include "store/int8_source.hpp"
 #include "store/manifest.hpp"
 
 namespace trillion {
 namespace {
 
-// Parses "model.layers.{l}." and "...mlp.experts.{e}." out of an HF name.
-struct NameParts {
-  int64_t layer = -1;   // -1: not a layer tensor
-  int64_t expert = -1;  // -1: not a routed expert tensor
-};
-
-int64_t number_after(const std::string& name, const std::string& prefix, size_t from) {
-  size_t at = name.find(prefix, from);
-  if (at == std::string::npos) return -1;
-  at += prefix.size();
-  int64_t v = 0;
-  size_t digits = 0;
-  while (at < name.size() && name[at] >= '0' && name[at] <= '9') {
-    v = v * 10 + (name[at] - '0');
-    ++at;
-    ++digits;
-  }
-  return digits && at < name.size() && name[at] == '.' ? v : -1;
-}
-
-NameParts parse_name(const std::string& name) {
-  NameParts p;
-  if (name.rfind("model.layers.", 0) != 0) return p;
-  p.layer = number_after(name, "model.layers.", 0);
-  p.expert = number_after(name, ".mlp.experts.", 0);
-  return p;
-}
+// The tensor names plan/ tells apart (format/hf_tensors.hpp spells them).
+std::string embed_tensor(const ModelConfig& cfg) { return embed_weight(cfg).name + ".weight"; }
+bool is_lm_head(const std::string& name) { return name.rfind(hf_name(Weight::lm_head) + ".", 0) == 0; }
 
 }  // namespace
 
@@ -52,15 +29,15 @@ ModelSizes model_sizes(const ModelConfig& cfg, const Manifest& manifest) {
   s.layer_dense.assign(size_t(cfg.num_hidden_layers), 0);
   s.layer_experts.assign(size_t(cfg.num_hidden_layers), 0);
   for (const TensorInfo& t : manifest.tensors()) {
-    const NameParts p = parse_name(t.name);
+    const HfNameParts p = parse_hf_name(t.name);
     const int64_t b = int64_t(t.nbytes);
     if (p.layer >= cfg.num_hidden_layers) continue;  // MTP
     if (p.layer >= 0) {
       (p.expert >= 0 ? s.layer_experts : s.layer_dense)[size_t(p.layer)] += b;
-    } else if (t.name == "model.embed_tokens.weight") {
+    } else if (t.name == embed_tensor(cfg)) {
       s.embed += b;
     } else {
-      s.head += b;  // model.norm.weight, lm_head.weight
+      s.head += b;  // the final norm, lm_head
     }
   }
   return s;
@@ -106,11 +83,11 @@ Layout make_layout(const ModelConfig& cfg, const ModelSizes& sizes, ParallelMode
 }
 
 bool holds_tensor(const ModelConfig& cfg, const RankShare& share, const std::string& name) {
-  const NameParts p = parse_name(name);
+  const HfNameParts p = parse_hf_name(name);
   if (p.layer >= cfg.num_hidden_layers) return false;  // MTP: never run
   if (p.layer >= 0) return share.layers.contains(p.layer) && (p.expert < 0 || share.experts.contains(p.expert));
-  if (name == "model.embed_tokens.weight") return share.layers.has_embed;
-  if (name.rfind("lm_head.", 0) == 0) return share.layers.holds_head_rows();
+  if (name == embed_tensor(cfg)) return share.layers.has_embed;
+  if (is_lm_head(name)) return share.layers.holds_head_rows();
   return share.layers.has_head;
 }
 
@@ -120,7 +97,7 @@ int64_t share_bytes(const ModelConfig& cfg, const Manifest& manifest, const Rank
   const int64_t rows = share.layers.head_end(cfg.vocab_size) - share.layers.head_begin();
   for (const TensorInfo& t : manifest.tensors()) {
     if (!holds_tensor(cfg, share, t.name)) continue;
-    b += t.name.rfind("lm_head.", 0) == 0 ? int64_t(t.nbytes) * rows / cfg.vocab_size : int64_t(t.nbytes);
+    b += is_lm_head(t.name) ? int64_t(t.nbytes) * rows / cfg.vocab_size : int64_t(t.nbytes);
   }
   return b;
 }
@@ -146,7 +123,7 @@ int64_t share_mtp_int8_copy_bytes(const ModelConfig& cfg, const Manifest& manife
 }
 
 bool has_mtp_layer(const ModelConfig& cfg, const Manifest& manifest) {
-  const std::string eh = "model.layers." + std::to_string(cfg.num_hidden_layers) + ".eh_proj.weight";
+  const std::string eh = hf_name(Weight::mtp_eh_proj, cfg.num_hidden_layers) + ".weight";
   for (const TensorInfo& t : manifest.tensors())
     if (t.name == eh) return true;
   return false;
@@ -154,8 +131,9 @@ bool has_mtp_layer(const ModelConfig& cfg, const Manifest& manifest) {
 
 bool holds_mtp_tensor(const ModelConfig& cfg, const RankShare& share, const std::string& name) {
   if (!share.layers.has_head || cfg.num_nextn_predict_layers < 1) return false;
-  const NameParts p = parse_name(name);
-  return p.layer == cfg.num_hidden_layers && name.find(".shared_head.head.") == std::string::npos;
+  // shared_head.head is a copy of lm_head, which the rank holds already.
+  const std::string copy_of_head = hf_name(Weight::mtp_head, cfg.num_hidden_layers) + ".";
+  return parse_hf_name(name).layer == cfg.num_hidden_layers && name.rfind(copy_of_head, 0) != 0;
 }
 
 int64_t share_mtp_bytes(const ModelConfig& cfg, const Manifest& manifest, const RankShare& share) {

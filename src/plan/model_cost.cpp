@@ -82,37 +82,26 @@ ModelCost model_cost(const ModelConfig& cfg, const Manifest& man, Activations ac
   c.vocab = cfg.vocab_size;
   c.kv_lora_rank = cfg.kv_lora_rank;
   c.rope_dim = cfg.qk_rope_head_dim;
-  if (const TensorInfo* e = man.find_tensor("model.embed_tokens.weight"))
+  if (const TensorInfo* e = man.find_tensor(embed_weight(cfg).name + ".weight"))
     c.embed_row_bytes = int64_t(e->nbytes) / std::max<int64_t>(1, cfg.vocab_size);
-  c.lm_head = matrix(man, "lm_head", act);
+  c.lm_head = matrix(man, hf_name(Weight::lm_head), act);
   for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
-    const std::string p = hf_layer_prefix(l);
     LayerCost L;
     L.layer = l;
     L.moe = cfg.is_moe_layer(l);
-    const std::string a = p + "self_attn.";
-    if (cfg.q_lora_rank) {
-      L.attention.push_back(matrix(man, a + "q_a_proj", act));
-      L.attention.push_back(matrix(man, a + "q_b_proj", act));
-    } else {
-      L.attention.push_back(matrix(man, a + "q_proj", act));
+    for (const WeightSpec& w : layer_weights(cfg, l)) {
+      if (!w.is_matrix())
+        L.other_bytes += tensor_bytes(man, w.name);  // norms, routing bias
+      else if (w.linear == LinearRole::attention)  // W_UK, W_UV are used per head: kv_b on the exact path
+        L.attention.push_back(matrix(man, w.name, act, /*exact=*/w.weight == Weight::kv_b));
+      else if (w.weight == Weight::router)
+        L.router = matrix(man, w.name, act, /*exact=*/true);
+      else  // the dense MLP or the shared experts
+        L.mlp.push_back(matrix(man, w.name, act));
     }
-    L.attention.push_back(matrix(man, a + "kv_a_proj_with_mqa", act));
-    L.attention.push_back(matrix(man, a + "kv_b_proj", act, /*exact=*/true));  // W_UK, W_UV per head
-    L.attention.push_back(matrix(man, a + "o_proj", act));
-    for (const char* n : {"input_layernorm.weight", "post_attention_layernorm.weight",
-                          "self_attn.q_a_layernorm.weight", "self_attn.kv_a_layernorm.weight",
-                          "mlp.gate.e_score_correction_bias"})
-      L.other_bytes += tensor_bytes(man, p + n);
-    const std::string mlp = L.moe ? p + "mlp.shared_experts." : p + "mlp.";
-    if (!L.moe || cfg.n_shared_experts > 0)
-      for (const char* n : {"gate_proj", "up_proj", "down_proj"}) L.mlp.push_back(matrix(man, mlp + n, act));
-    if (L.moe) {
-      L.router = matrix(man, p + "mlp.gate", act, /*exact=*/true);
-      // Experts of one layer share their shapes and format: expert 0 stands for all.
-      for (const char* n : {"gate_proj", "up_proj", "down_proj"})
-        L.expert.push_back(matrix(man, hf_expert_prefix(l, 0) + n, act));
-    }
+    // Experts of one layer share their shapes and format: expert 0 stands for all.
+    if (L.moe)
+      for (const WeightSpec& w : expert_weights(cfg, l, 0)) L.expert.push_back(matrix(man, w.name, act));
     c.layers.push_back(std::move(L));
   }
   return c;

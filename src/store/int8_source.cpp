@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "format/hf_tensors.hpp"
 
 namespace trillion {
 
@@ -21,8 +22,10 @@ std::string prefix_of(const std::string& name, const std::string& suffix) {
 }  // namespace
 
 bool int8_copy_holds(const std::string& name, DType dtype) {
-  if (dtype == DType::BF16) return name == "lm_head.weight";
-  return dtype == DType::F8_E4M3 && ends_with(name, ".weight") && !ends_with(name, "kv_b_proj.weight");
+  if (dtype == DType::BF16) return name == hf_name(Weight::lm_head) + ".weight";
+  if (dtype != DType::F8_E4M3 || !ends_with(name, ".weight")) return false;
+  const int64_t layer = parse_hf_name(name).layer;
+  return layer < 0 || name != hf_name(Weight::kv_b, layer) + ".weight";
 }
 
 Int8FromFp8Source::Int8FromFp8Source(TensorSource& inner, ThreadPool* pool) : inner_(inner), pool_(pool) {}
@@ -47,9 +50,9 @@ const QuantizedMatrix& Int8FromFp8Source::requantized(const std::string& prefix)
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = done_.find(prefix); it != done_.end()) return it->second;
   const TensorView w = inner_.tensor(prefix + ".weight");
-  if (prefix == "lm_head") {
+  if (prefix == hf_name(Weight::lm_head)) {
     if (w.dtype != DType::BF16 || w.shape.size() != 2)
-      throw FormatError("tensor 'lm_head.weight': the integer-dot path of an FP8 model requantizes a BF16 [vocab, "
+      throw FormatError("tensor '" + prefix + ".weight': the integer-dot path of an FP8 model requantizes a BF16 [vocab, "
                         "hidden] lm_head; this one is not (run it with --activations f32)");
     return place(prefix,
                  quantize_matrix(WeightFormat::int8_group, prefix, w.as<uint16_t>(), w.shape[0], w.shape[1], pool_));

@@ -175,6 +175,36 @@ BOOST_AUTO_TEST_CASE(name_parsing) {
   BOOST_TEST(packed_name_for_shape("a.weight") == "");
 }
 
+// The weights' table is what the expected tensors expand: on bf16 every
+// weight is one tensor, a matrix's name plus ".weight", in the same order.
+BOOST_AUTO_TEST_CASE(weights_table_is_the_expected_tensors) {
+  const ModelConfig cfg = ModelConfig::from_json(trillion::test::tiny_config("bf16"), "c");
+  std::vector<WeightSpec> weights{embed_weight(cfg)};
+  for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
+    for (const WeightSpec& w : layer_weights(cfg, l)) weights.push_back(w);
+    if (cfg.is_moe_layer(l))
+      for (int64_t e = 0; e < cfg.n_routed_experts; ++e)
+        for (const WeightSpec& w : expert_weights(cfg, l, e)) weights.push_back(w);
+  }
+  for (const WeightSpec& w : head_weights(cfg)) weights.push_back(w);
+  const std::vector<ExpectedTensor> expected = expected_hf_tensors(cfg);
+  BOOST_TEST_REQUIRE(weights.size() == expected.size());
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const WeightSpec& w = weights[i];
+    BOOST_TEST_CONTEXT(expected[i].name) {
+      BOOST_TEST(w.name + (w.is_matrix() ? ".weight" : "") == expected[i].name);
+      BOOST_TEST((expected[i].shape == (w.is_matrix() ? std::vector<int64_t>{w.out, w.in} : std::vector<int64_t>{w.out})));
+      BOOST_TEST((w.linear == expected[i].linear));
+    }
+  }
+  BOOST_TEST(hf_name(Weight::kv_b, 3) == "model.layers.3.self_attn.kv_b_proj");
+  BOOST_TEST(hf_name(Weight::expert_down, 3, 40) == "model.layers.3.mlp.experts.40.down_proj");
+  BOOST_TEST(hf_name(Weight::lm_head) == "lm_head");
+  const std::vector<WeightSpec> mtp = mtp_weights(cfg);
+  BOOST_TEST(mtp.at(4).name == "model.layers." + std::to_string(cfg.num_hidden_layers) + ".eh_proj");
+  BOOST_TEST((mtp.at(4).weight == Weight::mtp_eh_proj && mtp.at(4).in == 2 * cfg.hidden_size));
+}
+
 BOOST_AUTO_TEST_CASE(shard_names) {
   ModelConfig cfg = ModelConfig::from_json(deepseek_v3(), "dsv3");
   BOOST_TEST(shard_for(TensorRole::embed, -1, -1, cfg, 32).file == "embed.h5");
