@@ -4,7 +4,9 @@
 // owner) until the coordinator stops it. A role owns the activation channel
 // between the ranks (its ring sized from the run's shape) and the objects of
 // its mode. Adding a parallel mode means its roles here and a case in
-// make_rank_role; nothing outside src/parallel changes.
+// make_rank_role, and outside src/parallel: its layout and its cost in
+// src/plan (make_layout, predict.cpp) and the flags it accepts in src/app
+// (cluster.cpp, cmd_plan.cpp), which switch on ParallelMode today.
 #pragma once
 #include <functional>
 #include <memory>
