@@ -126,7 +126,7 @@ int run_plan(const Args& args) {
   const ParallelMode mode = parse_parallel_mode(parallel);
   const ModelSizes sizes = model_sizes(cfg, man);
   const ModelCost cost = model_cost(cfg, man, act);
-  Cluster cl;
+  ClusterProfile cl;
   cl.host_of_rank = hosts.host_of_rank;
   cl.hosts.assign(memory.size(), host);
   cl.link = link;

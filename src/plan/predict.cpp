@@ -88,16 +88,16 @@ struct StepShape {
 
 // The machine a rank runs on, and how many ranks share it: its host's, or
 // with emulated hosts the one machine's (hosts[0]) and every rank.
-const HostProfile& machine_of(const Cluster& cl, int rank) {
+const HostProfile& machine_of(const ClusterProfile& cl, int rank) {
   return cl.hosts[size_t(cl.one_machine ? 0 : cl.host_of_rank[size_t(rank)])];
 }
-int ranks_on_machine_of(const Cluster& cl, int rank) {
+int ranks_on_machine_of(const ClusterProfile& cl, int rank) {
   return cl.one_machine ? int(cl.host_of_rank.size()) : cl.ranks_on(cl.host_of_rank[size_t(rank)]);
 }
 
 // `busy`: how many ranks of the rank's host (of the whole machine when the
 // hosts are emulated on one) work at the same time.
-RankCtx rank_ctx(const Cluster& cl, int rank, int busy) {
+RankCtx rank_ctx(const ClusterProfile& cl, int rank, int busy) {
   RankCtx c;
   const int h = cl.host_of_rank[size_t(rank)];
   const int N = int(cl.host_of_rank.size());
@@ -133,7 +133,7 @@ Time hop(const LinkProfile& l, double bytes) { return {0, 0, l.hop_seconds(bytes
 // it has cores, a wait sleeps once it has lasted kWakeAfterSeconds, and
 // notices the message wake_seconds late (the host's profile).
 // Elsewhere a wait polls and the link's latency is the whole of it.
-Time wake(const Cluster& cl, int rank, double waited) {
+Time wake(const ClusterProfile& cl, int rank, double waited) {
   const HostProfile& host = machine_of(cl, rank);
   const int threads = cl.one_machine ? 1 : cl.threads_of(rank);  // as rank_ctx: one thread per emulated host
   const bool sleeps = ranks_on_machine_of(cl, rank) * threads > host.cores;
@@ -182,8 +182,8 @@ Time stage_time(const ModelCost& mc, const RankShare& share, const StepShape& s,
   return t;
 }
 
-Prediction pipeline(const ModelCost& mc, const Layout& layout, const Cluster& cl, const char* phase, int64_t batch,
-                    int groups, const StepShape& s, double tokens, double group_tokens) {
+Prediction pipeline(const ModelCost& mc, const Layout& layout, const ClusterProfile& cl, const char* phase,
+                    int64_t batch, int groups, const StepShape& s, double tokens, double group_tokens) {
   const int N = layout.size();
   std::vector<Time> work(static_cast<size_t>(N));
   double all_work = 0;
@@ -224,7 +224,7 @@ double touches(int64_t E, int64_t k, double held) {
 
 // `groups`: row groups per rank taking turns at the MoE layers
 // (Transformer::set_groups; whole sequences each, so at most one a sequence).
-Prediction expert(const ModelCost& mc, const Layout& layout, const Cluster& cl, const char* phase, int64_t batch,
+Prediction expert(const ModelCost& mc, const Layout& layout, const ClusterProfile& cl, const char* phase, int64_t batch,
                   const std::vector<StepShape>& per_rank, double tokens, int groups, int64_t min_group_rows) {
   const int N = layout.size();
   std::vector<RankCtx> ctx;
@@ -319,17 +319,17 @@ Prediction expert(const ModelCost& mc, const Layout& layout, const Cluster& cl, 
 
 }  // namespace
 
-int Cluster::ranks_on(int host) const {
+int ClusterProfile::ranks_on(int host) const {
   return int(std::count(host_of_rank.begin(), host_of_rank.end(), host));
 }
 
-int Cluster::threads_of(int rank) const {
+int ClusterProfile::threads_of(int rank) const {
   if (threads > 0) return threads;
   const int h = host_of_rank[size_t(rank)];
   return std::max(1, hosts[size_t(h)].cores / std::max(1, ranks_on(h)));
 }
 
-std::vector<Prediction> predict(const ModelCost& mc, const Layout& layout, const Cluster& cl,
+std::vector<Prediction> predict(const ModelCost& mc, const Layout& layout, const ClusterProfile& cl,
                                 const PredictOptions& o) {
   const int N = layout.size();
   if (int(cl.host_of_rank.size()) != N) throw Error("predict: host_of_rank does not match the layout");

@@ -41,7 +41,9 @@ namespace trillion {
 // Backoff::kYieldFor (tests/plan/test_predict.cpp holds them equal).
 inline constexpr double kWakeAfterSeconds = 0.001;
 
-struct Cluster {
+// The machines a plan is for: hosts, links, the host of each rank (the
+// profiles of profiles/). app/cluster.hpp's Cluster is the running job.
+struct ClusterProfile {
   std::vector<int> host_of_rank;    // host index of each rank
   std::vector<HostProfile> hosts;   // by host index
   LinkProfile link;                 // between ranks on different hosts
@@ -82,7 +84,7 @@ struct Prediction {
   double metrics_tokens_per_s = 0;
 };
 
-std::vector<Prediction> predict(const ModelCost& cost, const Layout& layout, const Cluster& cluster,
+std::vector<Prediction> predict(const ModelCost& cost, const Layout& layout, const ClusterProfile& cluster,
                                 const PredictOptions& opts);
 
 // --stages auto: pipeline stages balanced by predicted time, not bytes. Each

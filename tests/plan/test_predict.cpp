@@ -61,8 +61,8 @@ HostProfile host(int cores = 1) {
   return h;
 }
 
-Cluster cluster(int ranks, bool apart, double latency = 1e-3) {
-  Cluster c;
+ClusterProfile cluster(int ranks, bool apart, double latency = 1e-3) {
+  ClusterProfile c;
   for (int r = 0; r < ranks; ++r) c.host_of_rank.push_back(apart ? r : 0);
   c.hosts.assign(apart ? size_t(ranks) : 1, host(apart ? 1 : ranks));
   c.link = {"link", latency, 1e9, {}};
@@ -204,7 +204,7 @@ BOOST_AUTO_TEST_CASE(ranks_of_one_host_share_its_bandwidth_when_busy_together) {
   PredictOptions o;
   o.batches = {1, 2};
   o.context = 0;
-  Cluster one = cluster(2, false, 1e-6);
+  ClusterProfile one = cluster(2, false, 1e-6);
   one.hosts[0].bandwidth = 1e9;          // both cores together: no more than one
   one.hosts[0].bandwidth_per_core = 1e9;
   const auto p = predict(c, pipeline2(), one, o);
@@ -251,7 +251,7 @@ BOOST_AUTO_TEST_CASE(weight_matrices_use_the_streaming_rates_when_measured) {
   PredictOptions o;
   o.batches = {1};
   o.context = 0;
-  Cluster cl = cluster(1, false);
+  ClusterProfile cl = cluster(1, false);
   cl.hosts[0].kernels["k/f32"] = {{1, 4e9}};
   cl.hosts[0].kernels_streaming["k/f32"] = {{1, 1e9}};
   BOOST_TEST(predict(toy(), one, cl, o)[0].step_seconds == 2 * 2e-3 + 8e-6 + 2 * 2e-4 + 2e-5, tt::tolerance(1e-9));
@@ -267,8 +267,8 @@ BOOST_AUTO_TEST_CASE(emulated_hosts_share_the_machine_cores_by_pinning) {
   PredictOptions o;
   o.batches = {4};
   o.context = 0;
-  Cluster apart = cluster(4, true, 1e-6);  // four real 1-core hosts
-  Cluster emulated = apart;
+  ClusterProfile apart = cluster(4, true, 1e-6);  // four real 1-core hosts
+  ClusterProfile emulated = apart;
   emulated.one_machine = true;
   emulated.hosts[0].cores = 2;
   emulated.hosts[0].bandwidth = 2e9;  // 1 GB/s per core, as each real host
@@ -281,7 +281,7 @@ BOOST_AUTO_TEST_CASE(emulated_hosts_share_the_machine_cores_by_pinning) {
   ex2.mode = ParallelMode::expert;
   ex2.ranks = {RankShare{LayerRange{0, 2, true, true}, ExpertRange{0, 2}},
                RankShare{LayerRange{0, 2, true, true}, ExpertRange{2, 4}}};
-  Cluster apart2 = cluster(2, true, 1e-6), emulated2 = apart2;
+  ClusterProfile apart2 = cluster(2, true, 1e-6), emulated2 = apart2;
   emulated2.one_machine = true;
   emulated2.hosts[0].cores = 2;
   emulated2.hosts[0].bandwidth = 2e9;
@@ -297,7 +297,7 @@ BOOST_AUTO_TEST_CASE(a_hop_to_a_sleeping_wait_pays_the_wake) {
   PredictOptions o;
   o.batches = {1};
   o.context = 0;
-  Cluster one_core = cluster(2, true);
+  ClusterProfile one_core = cluster(2, true);
   one_core.one_machine = true;  // two emulated hosts on a 1-core machine
   one_core.hosts[0].cores = 1;
   const double base = predict(toy(), pipeline2(), one_core, o)[0].step_seconds;
@@ -306,7 +306,7 @@ BOOST_AUTO_TEST_CASE(a_hop_to_a_sleeping_wait_pays_the_wake) {
   one_core.hosts[0].wake_seconds = 5e-4;
   BOOST_TEST(predict(toy(), pipeline2(), one_core, o)[0].step_seconds == base + 1e-3, tt::tolerance(1e-9));
   // A core for each rank: waits never sleep.
-  Cluster two_cores = one_core;
+  ClusterProfile two_cores = one_core;
   two_cores.hosts[0].cores = 2;
   BOOST_TEST(predict(toy(), pipeline2(), two_cores, o)[0].step_seconds ==
                  predict(toy(), pipeline2(), cluster(2, true), o)[0].step_seconds,
@@ -314,7 +314,7 @@ BOOST_AUTO_TEST_CASE(a_hop_to_a_sleeping_wait_pays_the_wake) {
   // Expert mode at batch 1: rank 1 has no rows and waits out rank 0's
   // attention (2.008 ms of work at half the core) for the MoE layer's
   // dispatch: one wake. At batch 2 both ranks reach it together: none.
-  Cluster no_wake = one_core;
+  ClusterProfile no_wake = one_core;
   no_wake.hosts[0].wake_seconds = 0;
   BOOST_TEST(predict(toy(), expert2(), one_core, o)[0].step_seconds ==
                  predict(toy(), expert2(), no_wake, o)[0].step_seconds + 5e-4,
