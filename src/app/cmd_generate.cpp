@@ -11,7 +11,7 @@
 #include "common/fault.hpp"
 #include "requests/request_checks.hpp"
 #include "requests/result_format.hpp"
-#include "scheduler/run_progress.hpp"
+#include "app/run_progress.hpp"
 #include "scheduler/scheduler.hpp"
 
 namespace po = boost::program_options;

@@ -9,7 +9,7 @@
 #include "app/prompt_codec.hpp"
 #include "common/error.hpp"
 #include "requests/result_format.hpp"
-#include "scheduler/run_progress.hpp"
+#include "app/run_progress.hpp"
 #include "scheduler/scorer.hpp"
 
 namespace po = boost::program_options;

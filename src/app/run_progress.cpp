@@ -1,4 +1,4 @@
-#include "scheduler/run_progress.hpp"
+#include "app/run_progress.hpp"
 
 #include <unistd.h>
 
