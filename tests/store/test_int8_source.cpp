@@ -56,31 +56,32 @@ BOOST_AUTO_TEST_CASE(requantizes_the_exact_fp8_values_by_the_int8_rule) {
 }
 
 BOOST_AUTO_TEST_CASE(source_shows_fp8_linears_as_int8_and_keeps_kv_b) {
+  // The checkpoint's own names (format/hf_tensors.hpp): kv_b is known by its place in the table.
   MemoryTensorSource inner;
   std::vector<uint8_t> codes(4 * 40, e4m3_code(1.5f));
   const float one = 1.0f;
-  for (const char* p : {"layers.0.mlp.up_proj", "layers.0.self_attn.kv_b_proj"}) {
+  for (const char* p : {"model.layers.0.mlp.up_proj", "model.layers.0.self_attn.kv_b_proj"}) {
     inner.add(std::string(p) + ".weight", DType::F8_E4M3, {4, 40}, codes.data());
     inner.add(std::string(p) + ".weight_scale_inv", DType::F32, {1, 1}, &one);
   }
   const uint16_t bf = 0x3f80;  // a bf16 router weight: untouched
-  inner.add("layers.0.mlp.gate.weight", DType::BF16, {1, 1}, &bf);
+  inner.add("model.layers.0.mlp.gate.weight", DType::BF16, {1, 1}, &bf);
   Int8FromFp8Source src(inner, nullptr);
-  BOOST_TEST(src.has("layers.0.mlp.up_proj.weight_scale"));
-  BOOST_TEST(!src.has("layers.0.mlp.up_proj.weight_scale_inv"));
-  const TensorView w = src.tensor("layers.0.mlp.up_proj.weight");
+  BOOST_TEST(src.has("model.layers.0.mlp.up_proj.weight_scale"));
+  BOOST_TEST(!src.has("model.layers.0.mlp.up_proj.weight_scale_inv"));
+  const TensorView w = src.tensor("model.layers.0.mlp.up_proj.weight");
   BOOST_TEST(int(w.dtype) == int(DType::I8));
   BOOST_TEST((w.shape == std::vector<int64_t>{4, 40}));
-  const TensorView s = src.tensor("layers.0.mlp.up_proj.weight_scale");
+  const TensorView s = src.tensor("model.layers.0.mlp.up_proj.weight_scale");
   BOOST_TEST(int(s.dtype) == int(DType::BF16));
   BOOST_TEST((s.shape == std::vector<int64_t>{4, 2}));
   BOOST_TEST(w.as<int8_t>()[0] == 127);  // every value 1.5: q = 127 at scale bf16_ceil(1.5/127)
-  BOOST_TEST(w.data == src.tensor("layers.0.mlp.up_proj.weight").data);  // requantized once
+  BOOST_TEST(w.data == src.tensor("model.layers.0.mlp.up_proj.weight").data);  // requantized once
   // kv_b (the absorbed attention's exact W_UK/W_UV) and non-FP8 tensors pass through.
-  BOOST_TEST(int(src.tensor("layers.0.self_attn.kv_b_proj.weight").dtype) == int(DType::F8_E4M3));
-  BOOST_TEST(src.has("layers.0.self_attn.kv_b_proj.weight_scale_inv"));
-  BOOST_TEST(!src.has("layers.0.self_attn.kv_b_proj.weight_scale"));
-  BOOST_TEST(int(src.tensor("layers.0.mlp.gate.weight").dtype) == int(DType::BF16));
+  BOOST_TEST(int(src.tensor("model.layers.0.self_attn.kv_b_proj.weight").dtype) == int(DType::F8_E4M3));
+  BOOST_TEST(src.has("model.layers.0.self_attn.kv_b_proj.weight_scale_inv"));
+  BOOST_TEST(!src.has("model.layers.0.self_attn.kv_b_proj.weight_scale"));
+  BOOST_TEST(int(src.tensor("model.layers.0.mlp.gate.weight").dtype) == int(DType::BF16));
   BOOST_TEST(src.stats().matrices == 1);
 }
 

@@ -6,12 +6,18 @@
 #define BOOST_TEST_MODULE tb5_links
 #include <boost/test/unit_test.hpp>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 #include <memory>
 #include <random>
+#include <span>
+#include <vector>
 
 #include "transport/tb5/core/engine.hpp"
 #include "transport/tb5/core/faulty_link.hpp"
@@ -95,6 +101,33 @@ BOOST_AUTO_TEST_CASE(udp_with_injected_faults) {
   exchange(a, b, 60);
   BOOST_TEST(a.counts().lost > 0u);
   BOOST_TEST(b.counts().duplicated > 0u);
+}
+
+// A datagram from a socket that is no connected peer never reaches the
+// engine (frames can carry puts); the peer's frames still do.
+BOOST_AUTO_TEST_CASE(udp_takes_frames_from_its_peers_only) {
+  const in_addr lo = choose_ipv4("lo");
+  UdpLink a(lo, 1024, 2), b(lo, 1024, 2);
+  a.connect(1, b.address());
+  b.connect(0, a.address());
+  const int stranger = socket(AF_INET, SOCK_DGRAM, 0);
+  BOOST_REQUIRE(stranger >= 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr = lo;
+  std::memcpy(&to.sin_port, b.address().data(), 2);
+  const uint8_t junk[100] = {7};
+  BOOST_REQUIRE(sendto(stranger, junk, sizeof junk, 0, reinterpret_cast<sockaddr*>(&to), sizeof to) == 100);
+  const uint8_t hello[5] = {1, 2, 3, 4, 5};
+  a.send(1, hello);  // after the stranger's: the socket hands them over in that order
+  std::vector<std::vector<uint8_t>> got;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (got.empty() && std::chrono::steady_clock::now() < give_up)
+    b.poll([&](std::span<const uint8_t> f) { got.emplace_back(f.begin(), f.end()); }, 10);
+  ::close(stranger);
+  BOOST_REQUIRE_EQUAL(got.size(), 1u);
+  BOOST_TEST((got[0] == std::vector<uint8_t>(hello, hello + 5)));
+  BOOST_TEST(b.strangers() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(udp_names_a_bad_interface) {

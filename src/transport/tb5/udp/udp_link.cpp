@@ -168,6 +168,7 @@ void UdpLink::connect(uint32_t peer, std::span<const uint8_t> address) {
   uint32_t their_mtu = 0;
   for (int i = 3; i >= 0; --i) their_mtu = (their_mtu << 8) | address[2 + i];
   p.frame = std::min<size_t>(mtu_, their_mtu);
+  for (const auto& n : theirs) senders_.emplace_back(n.addr, p.to.sin_port);
   if (p.frame < 64) throw std::runtime_error("tb5 udp: peer's frames are smaller than 64 bytes");
 }
 
@@ -191,8 +192,15 @@ void UdpLink::send_parts(uint32_t peer, std::span<const uint8_t> head, std::span
 size_t UdpLink::poll(const std::function<void(std::span<const uint8_t>)>& on_frame, size_t max) {
   size_t n = 0;
   while (n < max) {
-    const ssize_t got = ::recv(fd_, buf_.data(), buf_.size(), 0);
+    sockaddr_in from{};
+    socklen_t from_len = sizeof from;
+    const ssize_t got = ::recvfrom(fd_, buf_.data(), buf_.size(), 0, reinterpret_cast<sockaddr*>(&from), &from_len);
     if (got < 0) break;  // EAGAIN: drained (ECONNREFUSED from a closed peer: ignored too)
+    const std::pair<uint32_t, uint16_t> source{from.sin_addr.s_addr, from.sin_port};
+    if (std::find(senders_.begin(), senders_.end(), source) == senders_.end()) {
+      ++strangers_;
+      continue;
+    }
     ++n;
     on_frame({buf_.data(), size_t(got)});
   }

@@ -7,7 +7,9 @@
 #pragma once
 #include <netinet/in.h>
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "transport/tb5/core/link.hpp"
@@ -39,6 +41,12 @@ class UdpLink final : public Link {
                   std::span<const uint8_t> body2) override;
   size_t poll(const std::function<void(std::span<const uint8_t>)>& on_frame, size_t max) override;
   bool checks_payload() const override { return true; }  // UDP's checksum
+  // Datagrams dropped because they came from no connected peer's address and
+  // port (stray traffic, or a host outside the job: tb5 frames can carry
+  // puts, which write where they say). Not proof against a sender that forges
+  // a peer's source address: udp trusts the network it runs on, as btl/tcp
+  // does (docs/tb5.md).
+  uint64_t strangers() const { return strangers_; }
   std::string describe() const override;
   // The kernel's receive buffer, bytes (the api sizes the window by it).
   size_t receive_buffer() const { return rcvbuf_; }
@@ -60,6 +68,8 @@ class UdpLink final : public Link {
   std::vector<Ipv4Net> ifs_;
   sockaddr_in self_{};
   std::vector<Peer> peers_;
+  std::vector<std::pair<uint32_t, uint16_t>> senders_;  // every connected peer's (address, port), network order
+  uint64_t strangers_ = 0;
   std::vector<uint8_t> buf_;
 };
 
