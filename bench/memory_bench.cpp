@@ -1,7 +1,9 @@
 // bench_memory: this machine's limits for the roofline — read bandwidth of a
 // STREAM-like sum over a large array (1 thread and all threads; the better of
-// one sequential stream and four concurrent streams per thread) and peak FP32
-// FMA throughput. Other benchmarks print their figures as ratios to these.
+// one sequential stream and four concurrent streams per thread) and the
+// multiply-add peaks (calibrate/peak_probe.hpp): FP32 FMA, and the int8 dot
+// product of every integer path the CPU runs, the path in use marked. Other
+// benchmarks print their figures as ratios to these.
 //   bench_memory [--mib 1024] [--json]
 #include <algorithm>
 #include <cstdio>
@@ -12,6 +14,8 @@
 #include <vector>
 
 #include "calibrate/memory_probe.hpp"
+#include "calibrate/peak_probe.hpp"
+#include "kernels/isa.hpp"
 
 using namespace trillion;
 
@@ -40,18 +44,34 @@ int main(int argc, char** argv) {
     rn_4 = std::max(rn_4, read_gbps(parts, per, 3, 4));
   }
   const double r1 = std::max(r1_seq, r1_4), rn = std::max(rn_seq, rn_4);
-  const double f1 = fma_gflops(1), fn = fma_gflops(threads);
   free_probe_arrays(parts);
+  const std::vector<PeakRate> peaks = measure_peaks(threads);
+  const PeakRate* fma = best_fp32(peaks);
+  const PeakRate* int8 = int8_peak_of(peaks, kernel_isa());
+  const double f1 = fma ? fma->gops_1 : 0, fn = fma ? fma->gops_all : 0;
   if (json) {
     std::printf("{\"threads\": %d, \"read_gbps_1\": %.2f, \"read_gbps_all\": %.2f, \"fma_gflops_1\": %.1f, "
                 "\"fma_gflops_all\": %.1f, \"read_gbps_1_one_stream\": %.2f, \"read_gbps_all_one_stream\": %.2f, "
-                "\"read_gbps_1_four_streams\": %.2f, \"read_gbps_all_four_streams\": %.2f}\n",
-                threads, r1, rn, f1, fn, r1_seq, rn_seq, r1_4, rn_4);
+                "\"read_gbps_1_four_streams\": %.2f, \"read_gbps_all_four_streams\": %.2f, \"kernel_path\": \"%s\"",
+                threads, r1, rn, f1, fn, r1_seq, rn_seq, r1_4, rn_4, to_string(kernel_isa()));
+    if (int8)
+      std::printf(", \"int8_gops_1\": %.1f, \"int8_gops_all\": %.1f, \"int8_instruction\": \"%s\"", int8->gops_1,
+                  int8->gops_all, int8->name.c_str());
+    std::printf(", \"peaks\": [");
+    for (size_t i = 0; i < peaks.size(); ++i)
+      std::printf("%s{\"name\": \"%s\", \"integer\": %s, \"path\": \"%s\", \"gops_1\": %.1f, \"gops_all\": %.1f}",
+                  i ? ", " : "", peaks[i].name.c_str(), peaks[i].integer ? "true" : "false", to_string(peaks[i].isa),
+                  peaks[i].gops_1, peaks[i].gops_all);
+    std::printf("]}\n");
   } else {
     std::printf("memory read bandwidth: %.1f GB/s (1 thread), %.1f GB/s (%d threads)\n", r1, rn, threads);
     std::printf("  one stream per thread: %.1f / %.1f GB/s; four streams per thread: %.1f / %.1f GB/s\n", r1_seq,
                 rn_seq, r1_4, rn_4);
-    std::printf("FP32 FMA peak:         %.1f GFLOP/s (1 thread), %.1f GFLOP/s (%d threads)\n", f1, fn, threads);
+    std::printf("multiply-add peaks, G ops/s (a multiply-add is 2), 1 thread / %d threads; kernel path %s:\n", threads,
+                to_string(kernel_isa()));
+    for (const PeakRate& p : peaks)
+      std::printf("  %-30s %8.1f %8.1f%s\n", p.name.c_str(), p.gops_1, p.gops_all,
+                  &p == fma ? "  (FP32 FMA peak)" : &p == int8 ? "  (int8 peak of the path in use)" : "");
   }
   return 0;
 }

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "kernels/kernel_table.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -21,9 +20,7 @@
 namespace trillion {
 namespace {
 
-
 using clock_type = std::chrono::steady_clock;
-constexpr int kChains = 16;  // FMA chains in flight per thread (fma_peak)
 
 // Sum of floats with 4 independent vector accumulators (enough loads in flight).
 #if defined(__x86_64__)
@@ -68,41 +65,6 @@ TRILLION_TARGET_AVX2 float sum4_avx2(const float* p, size_t n) {
   return t;
 }
 
-// Independent FMA chains. 2 ports x 4-cycle latency would need 8 in flight,
-// but a Zen 5 core reaches its peak only with 16 chains of 256-bit FMAs
-// (512-bit ones from 8 on): 16 is the peak on both widths; 10 read half of
-// it there.
-TRILLION_TARGET_AVX2 float fma_peak(long iters) {
-  __m256 a[kChains];
-  for (int k = 0; k < kChains; ++k) a[k] = _mm256_set1_ps(1.0f + float(k) * 1e-3f);
-  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-  for (long i = 0; i < iters; ++i)
-    for (int k = 0; k < kChains; ++k) a[k] = _mm256_fmadd_ps(a[k], m, c);
-  __m256 s = a[0];
-  for (int k = 1; k < kChains; ++k) s = _mm256_add_ps(s, a[k]);
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  return out[0];
-}
-constexpr double kFlopsPerIter = kChains * 8 * 2;
-
-// The same with 512-bit FMAs, run only where the avx512 kernels run
-// (cpu_has_avx512_vnni): a core with full-width AVX-512 (Zen 5) does twice
-// the FLOP per instruction, one with two 256-bit passes (Zen 4) the same.
-__attribute__((target("avx512f"))) float fma_peak_512(long iters) {
-  __m512 a[kChains];
-  for (int k = 0; k < kChains; ++k) a[k] = _mm512_set1_ps(1.0f + float(k) * 1e-3f);
-  const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-  for (long i = 0; i < iters; ++i)
-    for (int k = 0; k < kChains; ++k) a[k] = _mm512_fmadd_ps(a[k], m, c);
-  __m512 s = a[0];
-  for (int k = 1; k < kChains; ++k) s = _mm512_add_ps(s, a[k]);
-  float out[16];
-  _mm512_storeu_ps(out, s);
-  return out[0];
-}
-constexpr double kFlopsPerIter512 = kChains * 16 * 2;
-bool have_512() { return cpu_has_avx512_vnni(); }
 #else
 float sum_avx2(const float* p, size_t n) {
   float a[8] = {};
@@ -123,19 +85,6 @@ float sum4_avx2(const float* p, size_t n) {  // 4 streams, portable
   for (size_t i = 4 * q; i < n; ++i) t += p[i];
   return t;
 }
-float fma_peak_512(long) { return 0; }
-constexpr double kFlopsPerIter512 = 0;
-bool have_512() { return false; }
-float fma_peak(long iters) {
-  float a[32];
-  for (int k = 0; k < 32; ++k) a[k] = 1.0f + float(k) * 1e-3f;
-  for (long i = 0; i < iters; ++i)
-    for (int k = 0; k < 32; ++k) a[k] = a[k] * 0.999999f + 1e-7f;
-  float s = 0;
-  for (float v : a) s += v;
-  return s;
-}
-constexpr double kFlopsPerIter = 32 * 2;
 #endif
 
 volatile float g_sink;
@@ -169,24 +118,6 @@ double read_gbps_once(ThreadPool& pool, const std::vector<float*>& parts, size_t
   const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
   return double(parts.size() * per_thread * sizeof(float)) / s / 1e9;
 }
-
-double fma_gflops(int threads) {
-  const long iters = 20'000'000 * 10 / kChains;
-  double best = 0;
-  for (bool wide : {false, true}) {
-    if (wide && !have_512()) continue;
-    for (int r = 0; r < 3; ++r) {
-      std::vector<std::thread> ts;
-      auto t0 = clock_type::now();
-      for (int t = 0; t < threads; ++t) ts.emplace_back([&] { g_sink = wide ? fma_peak_512(iters) : fma_peak(iters); });
-      for (auto& th : ts) th.join();
-      const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
-      best = std::max(best, double(threads) * double(iters) * (wide ? kFlopsPerIter512 : kFlopsPerIter) / s / 1e9);
-    }
-  }
-  return best;
-}
-
 
 std::vector<float*> probe_arrays(int threads, size_t per_thread) {
   std::vector<float*> parts;

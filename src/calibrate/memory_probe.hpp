@@ -1,7 +1,8 @@
 // Measures of this machine's limits for the roofline: read bandwidth of a
 // STREAM-like sum over a large array (the better of one sequential stream and
-// four concurrent streams per thread) and peak FP32 FMA throughput. Used by
-// bench_memory and by `trillion calibrate` (the host profile `plan` reads).
+// four concurrent streams per thread). Used by bench_memory and by `trillion
+// calibrate` (the host profile `plan` reads); the multiply-add peaks are
+// peak_probe.hpp's.
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -19,10 +20,6 @@ double read_gbps(const std::vector<float*>& parts, size_t per_thread, int reps, 
 // that a caller whose pool spins between its calls (common/thread_pool.hpp)
 // does not read against its own spinning workers. GB/s.
 double read_gbps_once(ThreadPool& pool, const std::vector<float*>& parts, size_t per_thread, int streams);
-
-// Best GFLOP/s of FP32 FMA chains on `threads` threads: 256-bit FMAs, and
-// 512-bit ones where the avx512 kernels run; the better of the two.
-double fma_gflops(int threads);
 
 // `threads` arrays of per_thread floats each (64-byte aligned, every page
 // touched) for read_gbps; free_probe_arrays releases them.

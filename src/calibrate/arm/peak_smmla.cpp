@@ -1,0 +1,23 @@
+// The neon-i8mm path's INT4 dot product (peak_probe.hpp): SMMLA, a 2 x 8 by
+// 8 x 2 product of signed bytes into 2 x 2 int32 (32 multiply-adds,
+// matmul_q8_smmla.cpp). Built with +i8mm; run only where the CPU has it.
+#include <arm_neon.h>
+
+#include "calibrate/peak_chains.hpp"
+
+namespace trillion {
+namespace {
+
+struct Smmla : NoOperands {
+  using V = int32x4_t;
+  static constexpr int kChains = 16;
+  static V init(int k) { return vdupq_n_s32(k); }
+  static V step(V a, const Operands&, int) { return vmmlaq_s32(a, vdupq_n_s8(3), vdupq_n_s8(-5)); }
+  static double fold(V a) { return double(vgetq_lane_s32(a, 0)); }
+};
+
+}  // namespace
+
+PeakLoop peak_smmla() { return peak_loop<Smmla>(); }
+
+}  // namespace trillion

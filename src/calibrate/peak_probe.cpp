@@ -1,0 +1,110 @@
+#include "calibrate/peak_probe.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "calibrate/peak_chains.hpp"
+
+namespace trillion {
+
+// The probes of the ISA files (built with their flags, run only where their path is available).
+#if defined(__x86_64__)
+PeakLoop peak_fma_ymm();
+PeakLoop peak_pair_ymm();
+PeakLoop peak_dpbusd_ymm();
+PeakLoop peak_fma_zmm();
+PeakLoop peak_dpbusd_zmm();
+#elif defined(__aarch64__)
+PeakLoop peak_fmla();
+PeakLoop peak_sdot();
+PeakLoop peak_smmla();
+#endif
+
+namespace {
+
+// Elsewhere: FP32 multiply-adds as the compiler vectorizes them.
+struct ScalarFma : NoOperands {
+  using V = float;
+  static constexpr int kChains = 32;
+  static V init(int k) { return 1.0f + float(k) * 1e-3f; }
+  static V step(V a, const Operands&, int) { return a * 0.999999f + 1e-7f; }
+  static double fold(V a) { return a; }
+};
+[[maybe_unused]] PeakLoop peak_scalar() { return peak_loop<ScalarFma>(); }
+
+struct Probe {
+  const char* name;
+  bool integer;
+  KernelIsa isa;      // runs where this path is available
+  KernelIsa path;     // the kernel path whose instruction it is
+  PeakLoop (*loop)();
+  double ops;         // per instruction: 2 per multiply-add
+};
+
+std::vector<Probe> probes() {
+#if defined(__x86_64__)
+  return {{"fp32 fma ymm", false, KernelIsa::avx2, KernelIsa::avx2, peak_fma_ymm, 16},
+          {"int8 vpmaddubsw+vpmaddwd ymm", true, KernelIsa::avx2, KernelIsa::avx2, peak_pair_ymm, 64},
+          {"int8 vpdpbusd ymm", true, KernelIsa::avx2_vnni, KernelIsa::avx2_vnni, peak_dpbusd_ymm, 64},
+          {"fp32 fma zmm", false, KernelIsa::avx512, KernelIsa::avx512, peak_fma_zmm, 32},
+          {"int8 vpdpbusd zmm", true, KernelIsa::avx512, KernelIsa::avx512, peak_dpbusd_zmm, 128}};
+#elif defined(__aarch64__)
+  // SDOT runs wherever dotprod does; its probe waits for neon-i8mm, whose
+  // check includes dotprod (a CPU with dotprod alone, Apple M1, has no int8 figure).
+  return {{"fp32 fmla q", false, KernelIsa::neon, KernelIsa::neon, peak_fmla, 8},
+          {"int8 sdot q", true, KernelIsa::neon_i8mm, KernelIsa::neon, peak_sdot, 32},
+          {"int8 smmla q", true, KernelIsa::neon_i8mm, KernelIsa::neon_i8mm, peak_smmla, 64}};
+#else
+  return {{"fp32 scalar", false, KernelIsa::portable, KernelIsa::portable, peak_scalar, 2}};
+#endif
+}
+
+volatile double g_sink;
+
+// G ops/s of `threads` threads each running the loop, best of 3.
+double rate(const PeakLoop& loop, double ops, int threads) {
+  const long rounds = 200'000'000L / loop.chains;  // 2e8 instructions a thread, about 0.05-0.1 s
+  double best = 0;
+  for (int trial = 0; trial < 3; ++trial) {
+    std::vector<std::thread> ts;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int t = 0; t < threads; ++t) ts.emplace_back([&] { g_sink = loop.run(rounds); });
+    for (auto& th : ts) th.join();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, double(threads) * double(rounds) * loop.chains * ops / s / 1e9);
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<PeakRate> measure_peaks(int threads) {
+  std::vector<PeakRate> out;
+  for (const Probe& p : probes()) {
+    if (!kernel_isa_available(p.isa)) continue;
+    const PeakLoop loop = p.loop();
+    out.push_back({p.name, p.integer, p.path, rate(loop, p.ops, 1), rate(loop, p.ops, threads)});
+  }
+  return out;
+}
+
+const PeakRate* best_fp32(const std::vector<PeakRate>& peaks) {
+  const PeakRate* best = nullptr;
+  for (const PeakRate& p : peaks)
+    if (!p.integer && (!best || p.gops_all > best->gops_all)) best = &p;
+  return best;
+}
+
+// The path's own instruction: avx2 pairs, avx2-vnni and avx512 vpdpbusd,
+// neon SDOT; neon-i8mm the faster of SDOT (its INT8) and SMMLA (its INT4).
+const PeakRate* int8_peak_of(const std::vector<PeakRate>& peaks, KernelIsa isa) {
+  const PeakRate* best = nullptr;
+  for (const PeakRate& p : peaks) {
+    const bool serves = p.isa == isa || (isa == KernelIsa::neon_i8mm && p.isa == KernelIsa::neon);
+    if (p.integer && serves && (!best || p.gops_all > best->gops_all)) best = &p;
+  }
+  return best;
+}
+
+}  // namespace trillion
