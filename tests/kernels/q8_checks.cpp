@@ -286,6 +286,73 @@ void check_threads(Checker& check) {
   }
 }
 
+// The large-batch tiles' edges (x86/matmul_q8_gemm_avx2.cpp and the NEON
+// tiles): every n from 1 to 70 (token pairs, a lone last token), odd row
+// counts (4-row tiles and their remainder), group counts around the 8-group
+// blocks of scale products with a partial last group (INT8) and a lone last
+// group (INT4). Each output bit for bit the portable definition's, and the
+// token's alone (n = 1: the decode tiles).
+void check_tile_edges(Checker& check, KernelIsa isa) {
+  const KernelTable& k = kernel_table(isa);
+  const std::vector<MatmulShape> shapes = {{MatFormat::INT8_G32, 13, 7 * 32 + 5}, {MatFormat::INT8_G32, 7, 9 * 32},
+                                           {MatFormat::INT8_G32, 37, 17 * 32 - 1}, {MatFormat::INT4_G32, 13, 9 * 32},
+                                           {MatFormat::INT4_G32, 5, 16 * 32},      {MatFormat::INT4_G32, 21, 17 * 32}};
+  const int64_t most = 70;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const MatmulShape& c = shapes[i];
+    RandomMatrix W(c.format, c.rows, c.cols, 40 + i);
+    const std::vector<float> x = random_floats(most * c.cols, 41 + i, -4.0f, 4.0f);
+    Q8Rows all;
+    quantize_q8_ref(x.data(), most, c.cols, all, c.format);
+    std::vector<float> want(size_t(most * c.rows)), alone(want.size());
+    matmul_q8_ref(W.view(), all, want.data());
+    for (int64_t t = 0; t < most; ++t) {
+      Q8Rows one;
+      quantize_with(k, &x[size_t(t * c.cols)], 1, c.cols, one, c.format);
+      k.matmul_q8_rows(W.view(), one, &alone[size_t(t * c.rows)], c.rows, 0, c.rows);
+    }
+    check(same_bits(alone.data(), want.data(), want.size()),
+          "one token at a time vs portable" + where(isa, c.format, c.rows, c.cols, 1));
+    // Every n for the first shape of each format, a spread of n for the others.
+    const bool every = i == 0 || i == 3;
+    for (int64_t n = 1; n <= most; n += every || n < 10 ? 1 : 7) {
+      Q8Rows part;
+      quantize_with(k, x.data(), n, c.cols, part, c.format);
+      std::vector<float> y(size_t(n * c.rows), -1.0f);
+      k.matmul_q8_rows(W.view(), part, y.data(), c.rows, 0, c.rows);
+      check(same_bits(y.data(), want.data(), y.size()), "tile edges vs portable" + where(isa, c.format, c.rows, c.cols, n));
+    }
+  }
+}
+
+// The pool drivers at large n, every thread count up to 8: each thread's rows
+// are tiles of their own, and any split gives the bits of one serial call.
+void check_threads_large(Checker& check) {
+  for (MatFormat f : {MatFormat::INT8_G32, MatFormat::INT4_G32}) {
+    RandomMatrix A(f, 67, 512, 25), B(f, 29, 512, 26);
+    for (int64_t n : {2, 9, 70}) {
+      const std::vector<float> x = random_floats(n * 512, 27);
+      Q8Rows q;
+      quantize_q8(x.data(), n, 512, q, f);
+      std::vector<float> sa(size_t(n * 67)), sb(size_t(n * 29)), ya(sa.size()), yb(sb.size());
+      matmul_q8_serial(A.view(), q, sa.data(), 67);
+      matmul_q8_serial(B.view(), q, sb.data(), 29);
+      for (int threads = 1; threads <= 8; ++threads) {
+        const std::string where = std::string(format_name(f)) + " n=" + std::to_string(n) +
+                                  " threads=" + std::to_string(threads) + "]";
+        ThreadPool pool(threads);
+        std::fill(ya.begin(), ya.end(), -1.0f);
+        matmul_q8(A.view(), q, ya.data(), pool);
+        check(same_bits(ya.data(), sa.data(), ya.size()), "matmul_q8 bits vs serial, large n [" + where);
+        std::fill(ya.begin(), ya.end(), -1.0f);
+        matmul_q8_pair(A.view(), ya.data(), B.view(), yb.data(), q, pool);
+        check(same_bits(ya.data(), sa.data(), ya.size()) && same_bits(yb.data(), sb.data(), yb.size()),
+              "matmul_q8_pair bits vs serial, large n [" + where);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> q8_failures(int* checks) {
@@ -311,8 +378,10 @@ std::vector<std::string> q8_failures(int* checks) {
       check_against_f64(check, isa, x, 3, cols);
     }
     for (const MatmulShape& s : shapes) check_products(check, isa, s);
+    check_tile_edges(check, isa);
   }
   check_threads(check);
+  check_threads_large(check);
   check_gather(check);
   check_pair_layout(check);
   *checks += check.checks;

@@ -1,5 +1,7 @@
 // AVX2 integer-dot kernels: quantizing an activation row, and the product
-// with lane sums by vpmaddubsw + vpmaddwd (the tiles: matmul_q8_tiles.hpp).
+// with lane sums by vpmaddubsw + vpmaddwd: one token on the tiles of
+// matmul_q8_tiles.hpp (they prefetch the weight streams: decode is bound by
+// memory), two or more on matmul_q8_gemm_avx2.cpp's (bound by the vector units).
 #include <immintrin.h>
 
 #include <cfloat>
@@ -11,6 +13,9 @@
 #include "kernels/x86/matmul_q8_tiles.hpp"
 
 namespace trillion::avx2 {
+
+void matmul_q8_gemm_rows(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1);
+
 namespace {
 
 // vpmaddubsw multiplies unsigned by signed bytes and adds pairs to int16
@@ -63,6 +68,7 @@ void quantize_q8_row(const float* x, int64_t cols, int8_t* q, float* d) {
 }
 
 void matmul_q8_rows(const QMatrix& W, const Q8Rows& xq, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  if (xq.n >= 2) return matmul_q8_gemm_rows(W, xq, y, ldy, r0, r1);
   matmul_q8_rows_with<MaddDot>(W, xq, y, ldy, r0, r1);
 }
 
