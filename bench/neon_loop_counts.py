@@ -10,15 +10,19 @@ a core that issues a fixed number a cycle; time it on the machine itself with
 TRILLION_ISA=neon against neon-i8mm (bench_matmul, bench_model).
 
 A loop is a backward branch and the instructions it spans; the innermost loop
-holding a tile's multiply instructions is its group loop, unrolled over two
-groups (g % 2 is a constant in each half):
-  SMMLA, 2 rows x 4 tokens: 16 smmla (4 lanes x 2 token pairs x 2 groups);
-  SDOT, 4 rows x 2 tokens: 32 sdot (2 per output and group) and 8 ushr (the
-  high nibbles of 4 rows x 2 groups).
-And INT8's SDOT tile, 4 rows x 2 tokens, whose loop runs one group a turn:
-16 sdot (the two half groups of 8 outputs), no nibble shifts.
+holding a tile's multiply instructions is its group loop:
+  SMMLA, 2 rows x 4 tokens, two groups a turn (g % 2 is a constant in each
+  half): 16 smmla (4 lanes x 2 token pairs x 2 groups);
+  INT4 SDOT, 4 rows x 2 tokens, a block of four groups a turn (their scale
+  products made by four vmulq before it): 64 sdot (2 per output and group)
+  and 16 ushr (the high nibbles of 4 rows x 4 groups);
+  INT8 SDOT, 4 rows x 2 tokens, one group a turn: 16 sdot (the two half
+  groups of 8 outputs), no nibble shifts.
 A loop's count is what runs each turn only when no branch inside it skips
-code: the table says how many conditional branches each loop holds.
+code: the table says how many conditional branches each loop holds. "dot
+share" is the loop's SDOT/SMMLA instructions over all of its instructions:
+the fraction of the int8 peak (that instruction's rate) the loop reaches on
+a core that issues every instruction at the rate it issues those.
 
   bench/neon_loop_counts.py [BUILD_DIR]   (default: build-arm64)
 """
@@ -64,14 +68,17 @@ def main():
     objs = build / "src/kernels/CMakeFiles/trillion_kernels.dir/arm"
     # (name, object, opcode counts that pick the loop, groups a turn, outputs)
     rows = [("INT4 SMMLA, 2 rows x 4 tokens", objs / "matmul_q8_smmla.cpp.o", {"smmla": 16}, 2, 8),
-            ("INT4 SDOT, 4 rows x 2 tokens", objs / "matmul_q8_sdot.cpp.o", {"sdot": 32, "ushr": 8}, 2, 8),
+            ("INT4 SDOT, 4 rows x 2 tokens", objs / "matmul_q8_sdot.cpp.o", {"sdot": 64, "ushr": 16}, 4, 8),
             ("INT8 SDOT, 4 rows x 2 tokens", objs / "matmul_q8_sdot.cpp.o", {"sdot": 16, "ushr": 0}, 1, 8)]
-    print(f"{'inner loop':30} {'a turn':>7} {'per group':>10} {'per output':>11} {'branches inside':>16}")
+    print(f"{'inner loop':30} {'a turn':>7} {'per group':>10} {'per output':>11} {'dot share':>10} "
+          f"{'branches inside':>16}")
     per = {}
     for name, obj, want, groups, outputs in rows:
         body = innermost(obj, want)
         per[name] = len(body) / (groups * outputs)
-        print(f"{name:30} {len(body):7d} {len(body) / groups:10.1f} {per[name]:11.1f} {branches_inside(body):16d}")
+        dots = sum(body.count(op) for op in ("sdot", "smmla"))
+        print(f"{name:30} {len(body):7d} {len(body) / groups:10.1f} {per[name]:11.1f} {dots / len(body):10.0%} "
+              f"{branches_inside(body):16d}")
     a, b = per[rows[1][0]], per[rows[0][0]]
     print(f"INT4: SDOT over SMMLA {a / b:.2f}x the instructions an output")
 
