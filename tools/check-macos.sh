@@ -199,7 +199,7 @@ while read -r how name what; do
   fi
 done < "$build/macos-check-targets.txt"
 # Every .c/.cpp of the tree must have been compiled, but for these, each for its reason:
-excluded='^src/kernels/x86/'           # x86-64 kernels: Intel Macs are no target
+excluded='^src/(kernels|calibrate)/x86/'  # x86-64 kernels and peak probes: Intel Macs are no target
 excluded+='|^src/platform/linux/'      # the Linux side of the platform seams (the Linux build's)
 excluded+='|^src/transport/tb5/btl/'   # step 5
 excluded+='|^src/transport/tb5/core/checksum_avx2\.cpp$'  # tb5's x86 hash (AVX2), as the x86 kernels
