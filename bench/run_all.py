@@ -2,9 +2,13 @@
 """One benchmark command: this machine's limits, each kernel format, and the
 bench-sized model end to end, as one table (and JSON).
 
-  limits   bench_memory: read bandwidth (STREAM-like) and FP32 FMA peak
+  limits   bench_memory: read bandwidth (STREAM-like), FP32 FMA peak and the
+           int8 multiply-add peak of the integer path in use (vpmaddubsw +
+           vpmaddwd on AVX2, vpdpbusd with VNNI, SDOT/SMMLA on arm64)
   kernels  bench_matmul: per format, weight GB/s at n=1 (fraction of the
-           bandwidth) and GFLOP/s at n=32 (fraction of the peak)
+           bandwidth) and GFLOP/s at n=32 (fraction of the FP32 peak; the
+           xQ8 rows, whose products are int8 dot products, also of the int8
+           peak)
   model    bench_model on the bench preset (hidden 2048, 6 layers, 64 experts,
            1.26 B parameters) in FP8 (DeepSeek's layout), INT8 and INT4 (every
            linear requantized by `convert --quantize int8|int4` from the bf16
@@ -12,8 +16,8 @@ bench-sized model end to end, as one table (and JSON).
            kimi-int4 (Kimi K2's native layout: routed experts INT4, the rest
            BF16): prefill of one 512-token prompt and decode tokens/s at each batch, with
            weight bytes touched per step / step time / bandwidth, and FLOP/s /
-           peak; FP8, INT4 and INT8 once per compute path (rows int4 / int4xq8:
-           --activations f32 / int8).
+           peak (the int8 path's rows: of the int8 peak); FP8, INT4 and INT8
+           once per compute path (rows int4 / int4xq8: --activations f32 / int8).
   targets  the integer-kernels issue's goals next to what was measured:
            batch 1 at >= 85% of the bandwidth (INT8, INT4), 32 sequences at
            >= 265 / 310 tokens/s (INT8 / INT4), a 512-token prefill at
@@ -51,6 +55,8 @@ ap.add_argument("--skip-kernels", action="store_true")
 ap.add_argument("--skip-attention", action="store_true", help="skip the long-context attention bench")
 ap.add_argument("--bandwidth", type=float, help="use this read GB/s as the limit instead of the measured one")
 ap.add_argument("--peak", type=float, help="use this FMA GFLOP/s as the limit instead of the measured one")
+ap.add_argument("--int8-peak", type=float,
+                help="use this int8 G ops/s (a multiply-add is 2) as the integer path's limit instead of the measured one")
 ap.add_argument("--json", default=None, help="write every figure here")
 args = ap.parse_args()
 
@@ -126,11 +132,19 @@ result = {"threads": args.threads, "quick": args.quick}
 # ---- limits
 lim = json.loads(sh([os.path.join(bench_dir, "bench_memory"), "--json", "--mib", 512 if args.quick else 1024]).stdout)
 bw, peak = args.bandwidth or lim["read_gbps_all"], args.peak or lim["fma_gflops_all"]
-result["limits"] = dict(lim, used_gbps=bw, used_gflops=peak)
+# The integer path's limit: its own int8 dot-product instruction at full rate
+# (bench_memory names it; an older bench_memory or a CPU without an integer
+# path has none, and then no int8 fraction is printed).
+ipeak = args.int8_peak or lim.get("int8_gops_all")
+result["limits"] = dict(lim, used_gbps=bw, used_gflops=peak, used_int8_gops=ipeak)
 print(f"machine limits ({lim['threads']} threads): read {bw:.1f} GB/s ({lim['read_gbps_1']:.1f} on 1 thread), "
       f"FMA peak {lim['fma_gflops_all']:.0f} GFLOP/s ({lim['fma_gflops_1']:.0f} on 1 thread)", flush=True)
-if args.bandwidth or args.peak:
-    print(f"fractions below use {bw:.1f} GB/s and {peak:.0f} GFLOP/s (given)")
+if "int8_gops_all" in lim:
+    print(f"int8 peak of the integer path ({lim['int8_instruction']}): {lim['int8_gops_all']:.0f} G ops/s "
+          f"({lim['int8_gops_1']:.0f} on 1 thread)", flush=True)
+if args.bandwidth or args.peak or args.int8_peak:
+    print(f"fractions below use {bw:.1f} GB/s, {peak:.0f} GFLOP/s" +
+          (f" and {ipeak:.0f} int8 G ops/s" if ipeak else "") + " (given or measured)")
 print(flush=True)
 
 # ---- kernels: bench_matmul's text table (its columns are "n=K GB/s|Gw/s|GFLOP/s"),
@@ -170,13 +184,17 @@ if not args.skip_kernels:
         row["matvec_bandwidth_fraction"] = gbps / bw if gbps else None
         row["matmul_n"] = big
         row["matmul_peak_fraction"] = gflops / peak if gflops else None
+        # The xQ8 formats multiply int8 activations by int8/int4 weights: int8 dot products.
+        if row["format"].endswith("xQ8") and ipeak:
+            row["matmul_int8_peak_fraction"] = gflops / ipeak if gflops else None
     result["kernels"] = {"matrix": f"{dims[0]}x{dims[1]}", "copies": 3, "rows": kernels}
     print(f"kernels ({dims[0]}x{dims[1]}, 3 copies, {args.threads} threads): matrix-vector weight GB/s and matrix-matrix GFLOP/s")
-    print(f"{'format':10} {'n=1 GB/s':>9} {'of BW':>6} {'n=%s GFLOP/s' % big:>14} {'of peak':>8}")
+    print(f"{'format':10} {'n=1 GB/s':>9} {'of BW':>6} {'n=%s GFLOP/s' % big:>14} {'of peak':>8} {'of int8 pk':>10}")
     for r in kernels:
         g = r.get(f"n{r['matmul_n']}_gflopps")
         print(f"{r['format']:10} {r.get('n1_gbps', 0):9.1f} {pct(r['matvec_bandwidth_fraction']):>6} "
-              f"{g if g is not None else 0:14.1f} {pct(r['matmul_peak_fraction']):>8}")
+              f"{g if g is not None else 0:14.1f} {pct(r['matmul_peak_fraction']):>8} "
+              f"{pct(r.get('matmul_int8_peak_fraction')):>10}")
     print(flush=True)
 
 # ---- the bench model end to end
@@ -184,8 +202,10 @@ model_args = (["--prefill-seqs", 1, "--prefill-len", 256, "--context", 16, "--st
               else ["--prefill-seqs", 1, "--prefill-len", 512, "--context", 32, "--steps", 16, "--reps", 3])
 result["model"] = {}
 print(f"bench model end to end ({args.threads} threads): tokens/s; weights touched per step; "
-      f"their GB/s and fraction of {bw:.1f} GB/s; GFLOP/s and fraction of {peak:.0f}")
-print(f"{'row':12} {'step':12} {'tokens/s':>9} {'MB/step':>8} {'GB/s':>6} {'of BW':>6} {'GFLOP/s':>8} {'of pk':>6}")
+      f"their GB/s and fraction of {bw:.1f} GB/s; GFLOP/s and fraction of {peak:.0f}" +
+      (f"; the int8 path's rows (xq8) also of the int8 peak {ipeak:.0f}" if ipeak else ""))
+print(f"{'row':12} {'step':12} {'tokens/s':>9} {'MB/step':>8} {'GB/s':>6} {'of BW':>6} {'GFLOP/s':>8} {'of pk':>6} "
+      f"{'of i8pk':>7}")
 def model_runs():
     """(row name, format, compute path) of every model bench: BF16 on the
     exact path; FP8, INT4 and INT8 on each path --activations asks for (FP8
@@ -214,9 +234,13 @@ for key, fmt, act in model_runs():
     runs = [("prefill %dx%d" % (m["prefill"]["sequences"], m["prefill"]["prompt_len"]), m["prefill"])]
     runs += [(f"decode b={d['batch']}", d) for d in m["decode"]]
     for name, r in runs:
+        # On the int8 path every linear's products are int8 dot products (attention's
+        # are not: a small share at these contexts), so its GFLOP/s is held to the int8 peak.
+        if act == "int8" and ipeak and r.get("gflops"):
+            r["int8_peak_fraction"] = r["gflops"] / ipeak
         print(f"{key:12} {name:12} {r['tokens_per_s']:9.1f} {r['weight_bytes_per_step'] / 1e6:8.0f} "
               f"{r['weight_gbps']:6.1f} {pct(r.get('bandwidth_fraction')):>6} {r['gflops']:8.1f} "
-              f"{pct(r.get('peak_fraction')):>6}", flush=True)
+              f"{pct(r.get('peak_fraction')):>6} {pct(r.get('int8_peak_fraction')):>7}", flush=True)
     print(f"        pool dispatch {m['dispatch_us']:.1f} us; experts/head/busy per step: " + ", ".join(
         f"{n.split()[1] if n.startswith('decode') else 'prefill'} {r['expert_share']:.0%}/{r['head_share']:.0%}/"
         f"{r['cpu_busy']:.0%}" for n, r in runs) + (
@@ -240,10 +264,14 @@ for key, fmt, act in model_runs():
               f"{r['reads']}; the reads {r['read_gbps_median']:.1f} GB/s median, {r['read_gbps_min']:.1f}-"
               f"{r['read_gbps_max']:.1f}; correlation of step and read {r['step_read_correlation']:.2f})")
     checks = {"prefill_tokens_per_s": m["prefill"]["tokens_per_s"],
-              "prefill_peak_fraction": m["prefill"].get("peak_fraction")}
+              "prefill_peak_fraction": m["prefill"].get("peak_fraction"),
+              "prefill_int8_peak_fraction": m["prefill"].get("int8_peak_fraction")}
     if 1 in dec:
         checks["b1_bandwidth_fraction"] = dec[1].get("bandwidth_fraction")
         checks["b1_tokens_per_s"] = dec[1]["tokens_per_s"]
+    for b in (32, 64):
+        if b in dec:
+            checks[f"b{b}_int8_peak_fraction"] = dec[b].get("int8_peak_fraction")
     if 32 in dec:
         checks["b32_tokens_per_s"] = dec[32]["tokens_per_s"]
         # The most 32 sequences could give on the float path: its FLOP per token at the
@@ -282,7 +310,8 @@ if not args.skip_attention:
 # ---- the integer-kernels issue's targets, measured next to their goals
 GOALS = {"int8": (265, 300), "int4": (310, 345)}  # 32 sequences, 512-token prefill (tokens/s)
 print("\ntargets (measured / goal; the goals are the integer-kernels issue's, 2 threads):")
-print(f"{'row':12} {'b1 of BW':>12} {'32 seqs tok/s':>14} {'(at FMA peak)':>14} {'prefill tok/s':>14}")
+print(f"{'row':12} {'b1 of BW':>12} {'32 seqs tok/s':>14} {'(at FMA peak)':>14} {'prefill tok/s':>14} "
+      f"{'of int8 peak: 32 / 64 seqs / prefill':>37}")
 for key, m in result["model"].items():
     if m == "unavailable":
         continue
@@ -290,13 +319,16 @@ for key, m in result["model"].items():
     b32, pre = GOALS.get(fmt, (None, None))
     def cell(v, goal, fmt_v="{:.1f}"):
         return ("-" if v is None else fmt_v.format(v)) + (f" / {goal}" if goal else "")
+    i8 = " / ".join(pct(t.get(k)) for k in ("b32_int8_peak_fraction", "b64_int8_peak_fraction",
+                                            "prefill_int8_peak_fraction"))
     print(f"{key:12} {cell(t.get('b1_bandwidth_fraction'), '85%' if fmt in GOALS else None, '{:.0%}'):>12} "
           f"{cell(t.get('b32_tokens_per_s'), b32):>14} "
           f"{('<= %.0f' % t['b32_at_peak']) if t.get('b32_at_peak') else '-':>14} "
-          f"{cell(t.get('prefill_tokens_per_s'), pre):>14}")
+          f"{cell(t.get('prefill_tokens_per_s'), pre):>14} "
+          f"{(i8 + ' (goal 50%)') if key.endswith('xq8') and fmt in GOALS else '-':>37}")
 print("(at FMA peak: the most 32 sequences could give on the float path, its FLOP per token at the FP32 FMA peak;\n"
-      " none for the integer path, whose multiply-adds are not FP32 fmas)")
-
+      " none for the integer path, whose multiply-adds are not FP32 fmas: its rows are held to the int8 peak,\n"
+      " the batch-peak issue's goal being half of it for INT8 and INT4 at 32 and 64 sequences and a 512-token prefill)")
 
 def best(fmt, batch):
     """The faster of a format's two paths at one batch (None when not measured)."""

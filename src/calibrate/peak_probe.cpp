@@ -1,6 +1,7 @@
 #include "calibrate/peak_probe.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -62,14 +63,32 @@ std::vector<Probe> probes() {
 
 volatile double g_sink;
 
-// G ops/s of `threads` threads each running the loop, best of 3.
+// G ops/s of `threads` threads each running the loop, best of 9.
+//
+// The threads first spin together until all have started and a few
+// milliseconds more, and only then are timed: threads just created start on
+// their creator's CPU, and a short probe timed at once ran two of them on
+// one core for the whole of some runs (the 2-thread int8 figure read half of
+// itself in about one run of three here, while the kernels it is the limit
+// of ran on both cores).
 double rate(const PeakLoop& loop, double ops, int threads) {
-  const long rounds = 200'000'000L / loop.chains;  // 2e8 instructions a thread, about 0.05-0.1 s
+  const long rounds = 100'000'000L / loop.chains;  // 1e8 instructions a thread, about 0.03-0.05 s
   double best = 0;
-  for (int trial = 0; trial < 3; ++trial) {
+  for (int trial = 0; trial < 9; ++trial) {
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
     std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t)
+      ts.emplace_back([&] {
+        ready.fetch_add(1);
+        while (!go.load(std::memory_order_acquire)) {
+        }
+        g_sink = loop.run(rounds);
+      });
+    while (ready.load() < threads) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the spinning threads spread over the cores
     const auto t0 = std::chrono::steady_clock::now();
-    for (int t = 0; t < threads; ++t) ts.emplace_back([&] { g_sink = loop.run(rounds); });
+    go.store(true, std::memory_order_release);
     for (auto& th : ts) th.join();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     best = std::max(best, double(threads) * double(rounds) * loop.chains * ops / s / 1e9);
