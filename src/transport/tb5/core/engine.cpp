@@ -87,7 +87,7 @@ bool Engine::put(uint32_t peer, uint64_t remote_addr, std::span<const uint8_t> d
   // The address travels as the message's first 8 bytes, owned (a Ring slot
   // may move; its heap buffer does not); the data is borrowed.
   uint8_t addr[8];
-  for (int i = 0; i < 8; ++i) addr[i] = uint8_t(remote_addr >> (8 * i));
+  put64(addr, remote_addr);
   m.owned.reset(sizeof addr);
   m.owned.append(addr);
   m.piece[0] = m.owned.view(0, sizeof addr), m.piece[1] = data;

@@ -13,16 +13,10 @@ constexpr size_t off_checksum = 44;
 
 void put16(uint8_t* p, uint16_t v) { p[0] = uint8_t(v); p[1] = uint8_t(v >> 8); }
 void put32(uint8_t* p, uint32_t v) { for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i)); }
-void put64(uint8_t* p, uint64_t v) { for (int i = 0; i < 8; ++i) p[i] = uint8_t(v >> (8 * i)); }
 uint16_t get16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
 uint32_t get32(const uint8_t* p) {
   uint32_t v = 0;
   for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-uint64_t get64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
   return v;
 }
 
@@ -31,6 +25,13 @@ uint32_t header_checksum(const uint8_t* head, uint64_t phash) {
 }
 
 }  // namespace
+
+void put64(uint8_t* p, uint64_t v) { for (int i = 0; i < 8; ++i) p[i] = uint8_t(v >> (8 * i)); }
+uint64_t get64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
 
 uint64_t payload_hash(std::span<const uint8_t> payload) { return hash64(payload.data(), payload.size(), 0); }
 

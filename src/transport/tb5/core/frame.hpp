@@ -37,6 +37,11 @@ struct FrameHeader {
   uint16_t payload_len = 0;
 };
 
+// Little-endian 64-bit fields, byte by byte: the header's sack, and a put's
+// address at the head of its message (Engine::put writes it, Engine::place reads it).
+void put64(uint8_t* p, uint64_t v);
+uint64_t get64(const uint8_t* p);
+
 constexpr uint32_t frame_magic = 0x46354254;  // "TB5F"
 constexpr size_t frame_header_size = 48;
 
