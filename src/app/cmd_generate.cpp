@@ -7,11 +7,12 @@
 #include "app/batch_files.hpp"
 #include "app/cluster.hpp"
 #include "app/commands.hpp"
-#include "app/prompt_codec.hpp"
+#include "text/model_text.hpp"
 #include "common/fault.hpp"
 #include "requests/request_checks.hpp"
 #include "requests/result_format.hpp"
 #include "app/run_progress.hpp"
+#include "scheduler/kv_admission.hpp"
 #include "scheduler/scheduler.hpp"
 
 namespace po = boost::program_options;
@@ -37,13 +38,13 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
   ctx.model = std::filesystem::path(ro.model_dir).lexically_normal().filename().string();
   if (ctx.model.empty()) ctx.model = std::filesystem::path(ro.model_dir).lexically_normal().parent_path().filename().string();
   ctx.created = int64_t(std::time(nullptr));
-  ctx.decode = text.decode;
+  ctx.decode = text.codec.decode;
 
   SchedulerOptions sopts;
   sopts.step_tokens = ro.step_tokens;
   sopts.speculative = !ro.speculative.empty();
   sopts.prefix_sharing = ro.prefix_sharing;
-  sopts.text_stream = text.text_stream;  // stop strings are matched here, on rank 0, which runs the scheduler
+  sopts.text_stream = text.codec.stream;  // stop strings are matched here, on rank 0, which runs the scheduler
   // lm_head rows past the tokenizer (vocabulary padding) have no text: never choose them.
   if (text.vocab_size > 0 && text.vocab_size < runner.vocab_size()) {
     sopts.token_limit = text.vocab_size;

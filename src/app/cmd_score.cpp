@@ -6,7 +6,7 @@
 #include "app/batch_files.hpp"
 #include "app/cluster.hpp"
 #include "app/commands.hpp"
-#include "app/prompt_codec.hpp"
+#include "text/model_text.hpp"
 #include "common/error.hpp"
 #include "requests/result_format.hpp"
 #include "app/run_progress.hpp"

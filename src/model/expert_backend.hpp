@@ -14,6 +14,7 @@
 // layer; `x`, `ids` and `out` stay valid until end(). run() is the three in one.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace trillion {
 
@@ -52,6 +53,13 @@ class ExpertBackend {
   virtual void begin(const ExpertRequest& req) { run(req); }
   virtual void serve() {}
   virtual void end() {}
+  // A step in which this rank has no rows: a backend that exchanges with
+  // other ranks takes its part in every MoE layer's exchange all the same
+  // (`groups` groups, none with rows), so no rank waits on one without
+  // tokens. `moe_layers` in the model's order; local experts do nothing.
+  virtual void step_without_rows(const std::vector<int64_t>& moe_layers, int groups, int64_t top_k, int64_t hidden) {
+    (void)moe_layers, (void)groups, (void)top_k, (void)hidden;
+  }
 };
 
 }  // namespace trillion

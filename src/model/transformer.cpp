@@ -107,18 +107,11 @@ void Transformer::forward(const Batch& batch, float* x, KvCache& cache) {
   check_rows(batch, cache);
   cache.prepare(batch);  // even with no rows: released slots return their blocks on every rank
   const int64_t n = batch.size(), d = cfg_.hidden_size, half = cfg_.qk_rope_head_dim / 2;
-  if (n == 0) {
-    // No rows here, but the backend still sees every MoE layer, as many
-    // groups as a rank with rows (none of them with rows): an expert-parallel
-    // backend exchanges with the other ranks at each layer, and they must not
-    // wait for a rank that has no tokens this step.
-    for (const LayerWeights& layer : weights_->layers) {
-      if (!layer.is_moe) continue;
-      for (int g = 0; g < groups_; ++g)
-        experts_->begin(ExpertRequest{layer.layer, 0, cfg_.num_experts_per_tok, d, nullptr, nullptr, nullptr, g, 0});
-      experts_->serve();
-      for (int g = 0; g < groups_; ++g) experts_->end();
-    }
+  if (n == 0) {  // no rows here: the backend still takes its part in each MoE layer (an exchange, in expert mode)
+    std::vector<int64_t> moe_layers;
+    for (const LayerWeights& layer : weights_->layers)
+      if (layer.is_moe) moe_layers.push_back(layer.layer);
+    experts_->step_without_rows(moe_layers, groups_, cfg_.num_experts_per_tok, d);
     return;
   }
   if (groups_ > 1) return forward_in_groups(batch, x, cache);

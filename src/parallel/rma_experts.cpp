@@ -43,6 +43,16 @@ void RmaExperts::run(const ExpertRequest& req) {
   end();
 }
 
+void RmaExperts::step_without_rows(const std::vector<int64_t>& moe_layers, int groups, int64_t top_k,
+                                   int64_t hidden) {
+  for (int64_t layer : moe_layers) {
+    for (int g = 0; g < groups; ++g)
+      begin(ExpertRequest{layer, 0, top_k, hidden, nullptr, nullptr, nullptr, g, /*groups_with_rows=*/0});
+    serve();
+    for (int g = 0; g < groups; ++g) end();
+  }
+}
+
 void RmaExperts::begin(const ExpertRequest& req) {
   const int ranks = ch_.size();
   const int64_t d = req.hidden, K = req.top_k;

@@ -29,6 +29,9 @@ class RmaExperts : public ExpertBackend {
   void begin(const ExpertRequest& req) override;  // posts the dispatch; never waits
   void serve() override;  // other ranks' pairs of every begun group, one pass over our experts
   void end() override;                            // our pairs' outputs, placed
+  // Each MoE layer as a rank with rows runs it: `groups` begins (none with
+  // rows; group 0 still exchanged, carrying the empty mask), one serve, the ends.
+  void step_without_rows(const std::vector<int64_t>& moe_layers, int groups, int64_t top_k, int64_t hidden) override;
   // Waits until every posted message has left: call before the channel
   // carries anything else (the step's result).
   void drain() { queue_.drain(); }

@@ -79,11 +79,4 @@ Parsed<ScoreRequest> parse_score_request(const JsonlLine& line, int64_t vocab_si
 Parsed<GenerateRequest> parse_generate_request(const JsonlLine& line, int64_t vocab_size,
                                                int64_t max_len);
 
-// KV-cache positions a request may fill: its prompt and max_tokens, capped
-// at the context (the scheduler reserves them at admission).
-inline int64_t kv_positions(const GenerateRequest& r, int64_t max_len) {
-  // max_tokens may be anything up to INT64_MAX: cap it before adding.
-  return std::min<int64_t>(int64_t(r.prompt_token_ids.size()) + std::min(r.max_tokens, max_len), max_len);
-}
-
 }  // namespace trillion

@@ -1,5 +1,5 @@
 // The whole-file passes over parsed requests before a run: prompts through
-// the tokenizer, requests that can never fit, duplicate ids, requests an
+// the tokenizer, duplicate ids, requests an
 // earlier run already answered, and the error records of bad lines.
 #include "requests/request_checks.hpp"
 
@@ -9,10 +9,10 @@
 
 namespace trillion {
 
-void tokenize_prompts(std::vector<Parsed<GenerateRequest>>& requests, const PromptCodec* codec, int64_t vocab_size,
+void tokenize_prompts(std::vector<Parsed<GenerateRequest>>& requests, const TextCodec* codec, int64_t vocab_size,
                       int64_t max_len) {
   const bool can_encode = codec && codec->encode, can_chat = can_encode && codec->render_chat;
-  const bool can_decode = codec && codec->can_decode;
+  const bool can_decode = codec && codec->stream;
   for (auto& p : requests) {
     auto* r = std::get_if<GenerateRequest>(&p);
     if (!r) continue;
@@ -49,20 +49,6 @@ void tokenize_prompts(std::vector<Parsed<GenerateRequest>>& requests, const Prom
     else if (std::any_of(r->prompt_token_ids.begin(), r->prompt_token_ids.end(),
                          [&](int32_t t) { return t < 0 || t >= vocab_size; }))
       fail("the tokenizer produced an id outside the model's vocabulary [0, " + std::to_string(vocab_size) + ")");
-  }
-}
-
-void reject_unfittable(std::vector<Parsed<GenerateRequest>>& requests, int64_t max_len, const KvPools& pools) {
-  for (auto& p : requests) {
-    auto* r = std::get_if<GenerateRequest>(&p);
-    if (!r || r->max_tokens == 0) continue;
-    const int64_t positions = kv_positions(*r, max_len);
-    if (!pools.fits_empty(positions))
-      p = RequestError{r->line, r->id,
-                       "prompt + max_tokens need " + std::to_string(positions) +
-                           " KV-cache positions, more than the pool's " + std::to_string(pools.pool_positions()) +
-                           " (raise --kv-cache-tokens or lower max_tokens)",
-                       r->form, true};
   }
 }
 

@@ -6,35 +6,20 @@
 #include <string>
 #include <vector>
 
-#include "model/kv_pools.hpp"
 #include "requests/jsonl.hpp"
 #include "requests/request.hpp"
 #include "requests/resume.hpp"
+#include "text/text_codec.hpp"
 
 namespace trillion {
-
-// How text becomes token ids: the model's tokenizer and chat template, as
-// callbacks so requests/ does not depend on them. Either may be empty.
-struct PromptCodec {
-  std::function<std::vector<int32_t>(const std::string& text)> encode;  // special tokens recognized, no BOS
-  std::function<std::string(const nlohmann::json& messages)> render_chat;  // with the generation prompt
-  // Prepended to plain text prompts (tokenizer_config.json add_bos_token);
-  // a rendered chat carries its own BOS.
-  std::optional<int32_t> text_bos;
-  bool can_decode = false;  // generated ids can become text (needed by `stop` strings)
-};
 
 // Fills prompt_token_ids of text and messages requests through `codec`
 // (null: none); a request that needs what the codec lacks, whose prompt
 // renders or encodes to nothing, or longer than `max_len` or with ids
 // outside the vocabulary becomes an error. So does a request with `stop`
-// strings when the codec cannot decode (they are matched on the text).
-void tokenize_prompts(std::vector<Parsed<GenerateRequest>>& requests, const PromptCodec* codec, int64_t vocab_size,
+// strings when the codec has no text stream (they are matched on the text).
+void tokenize_prompts(std::vector<Parsed<GenerateRequest>>& requests, const TextCodec* codec, int64_t vocab_size,
                       int64_t max_len);
-
-// Marks requests that need more KV-cache blocks than a pool holds (they
-// could never be admitted) as errors.
-void reject_unfittable(std::vector<Parsed<GenerateRequest>>& requests, int64_t max_len, const KvPools& pools);
 
 // Bad lines that were not JSON objects are answered in the file's form: that
 // of its first good (or at least recognizable) line.

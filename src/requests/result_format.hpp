@@ -11,16 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "requests/results.hpp"
+#include "text/text_codec.hpp"
 
 namespace trillion {
-
-// Token ids to text; empty when the model has no tokenizer (texts are then null).
-using TokenDecoder = std::function<std::string(const std::vector<int32_t>&)>;
 
 struct ResultContext {
   std::string model;      // the model's name, when a request names none
   int64_t created = 0;    // unix seconds of the run
-  TokenDecoder decode;
+  TextCodec::Decode decode;  // empty when the model has no tokenizer (texts are then null)
 };
 
 nlohmann::json result_record(const GenerationResult& r, const ResultContext& ctx);

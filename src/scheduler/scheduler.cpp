@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "scheduler/kv_admission.hpp"
 #include "scheduler/prefix_cache.hpp"
 
 namespace trillion {
@@ -96,7 +97,7 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
       }
       // A free slot (latest freed first) whose pool has the request's blocks.
       const int64_t positions = kv_positions(*r, max_len);
-      // Both are caught before the run (request_checks.cpp); should one slip
+      // Both are caught before the run (kv_admission.hpp, request_checks.cpp); should one slip
       // through, it fails this request, not the job.
       if (!kv.fits_empty(positions) || (!r->stop.empty() && !opts_.text_stream)) {
         pending.pop_front();

@@ -27,12 +27,13 @@
 #include "parallel/step_runner.hpp"
 #include "requests/results.hpp"
 #include "scheduler/stop_strings.hpp"
+#include "text/text_codec.hpp"
 
 namespace trillion {
 
 struct SchedulerOptions {
   int64_t step_tokens = 256;  // prefill rows per step (decode rows always fit)
-  TextStreamFactory text_stream;  // detokenizer for stop strings; requests with `stop` need it
+  TextCodec::StreamFactory text_stream;  // detokenizer for stop strings; requests with `stop` need it
   int32_t token_limit = 0;  // the tokenizer's size: larger ids are never chosen (0: no tokenizer, no limit)
   std::function<void()> after_step;  // called as each step's results are taken (progress, metrics)
   // Polled before each round of submissions: once true, nothing new is

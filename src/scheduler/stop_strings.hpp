@@ -1,25 +1,14 @@
 // `stop` strings: generation ends where the detokenized text first contains
 // one, and the text is cut right before it. Detection runs on rank 0 (the
 // scheduler's rank) over the text stream of the generated tokens; the scheduler
-// sees the tokenizer only through TokenTextStream, so it stays independent of it.
+// sees the tokenizer only through a TokenTextStream (text/text_codec.hpp), so
+// it stays independent of it.
 #pragma once
 #include <cstdint>
-#include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
 namespace trillion {
-
-// A sequence's generated ids as text, one token at a time; pieces are whole
-// UTF-8 characters (bytes of an unfinished character are held back).
-class TokenTextStream {
- public:
-  virtual ~TokenTextStream() = default;
-  virtual std::string push(int32_t id) = 0;  // the text this token completes (may be empty)
-  virtual std::string flush() = 0;           // bytes still held back (an unfinished character)
-};
-using TextStreamFactory = std::function<std::unique_ptr<TokenTextStream>()>;
 
 // Finds the first stop string in a growing text. After each push the text
 // splits into an emitted part (cannot belong to any stop string, whatever

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "scheduler/kv_admission.hpp"
 #include "scheduler/scheduler.hpp"
 #include "generate_all.hpp"
 #include "requests/request_checks.hpp"
@@ -212,6 +213,10 @@ BOOST_AUTO_TEST_CASE(requests_larger_than_the_pool_are_errors) {
   std::vector<Parsed<GenerateRequest>> capped;
   capped.push_back(parse_generate_request(JsonlLine{3, R"({"id": "c", "prompt_token_ids": [1, 2], "max_tokens": 99})"}, 100, 8));
   reject_unfittable(capped, 8, KvPools(1, 2, 4));  // capped at the context of 8: fits
+  // A max_tokens near INT64_MAX is capped before the add (the sum overflowed to a negative count once).
+  const GenerateRequest huge = std::get<GenerateRequest>(parse_generate_request(
+      JsonlLine{4, R"({"id": "d", "prompt_token_ids": [1, 2, 3], "max_tokens": 9223372036854775807})"}, 100, 50));
+  BOOST_TEST(kv_positions(huge, 50) == 50);
   BOOST_TEST(std::holds_alternative<GenerateRequest>(capped[0]));
 }
 

@@ -1,20 +1,16 @@
-// Text prompts and chat messages for `generate`: the model directory's
-// tokenizer and chat template, wrapped as the request checks' PromptCodec and
-// TokenDecoder callbacks (requests/ and scheduler/ depend on neither).
+// A model directory's text: its tokenizer and chat template as the
+// TextCodec (text_codec.hpp) that `generate` and `score` hand to requests/
+// and scheduler/.
 #pragma once
 #include <memory>
 #include <string>
 
-#include "requests/request_checks.hpp"
-#include "requests/result_format.hpp"
-#include "scheduler/stop_strings.hpp"
+#include "text/text_codec.hpp"
 
-namespace trillion::app {
+namespace trillion {
 
 struct TextSupport {
-  PromptCodec codec;       // empty callbacks when the directory lacks the files
-  TokenDecoder decode;     // ids -> text (special tokens dropped), or empty
-  TextStreamFactory text_stream;  // the same text a token at a time (stop strings), or empty
+  TextCodec codec;         // empty callbacks for what the directory lacks
   std::string note;        // what was loaded, for the log
   int32_t vocab_size = 0;  // the tokenizer's largest id + 1 (0: no tokenizer)
   std::shared_ptr<void> keep_alive;  // owns the tokenizer and template
@@ -27,4 +23,4 @@ struct TextSupport {
 // exactly what the template renders.
 TextSupport load_text_support(const std::string& model_dir);
 
-}  // namespace trillion::app
+}  // namespace trillion

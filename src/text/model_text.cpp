@@ -1,4 +1,4 @@
-#include "app/prompt_codec.hpp"
+#include "text/model_text.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -8,7 +8,7 @@
 #include "chat/chat_template.hpp"
 #include "tokenizer/tokenizer.hpp"
 
-namespace trillion::app {
+namespace trillion {
 
 namespace {
 
@@ -75,9 +75,8 @@ TextSupport load_text_support(const std::string& model_dir) {
   if (l->tok) {
     t.codec.encode = [l](const std::string& text) { return l->tok->encode(text, /*allow_special=*/true); };
     if (l->add_bos) t.codec.text_bos = *l->tok->bos_id;
-    t.decode = [l](const std::vector<int32_t>& ids) { return l->tok->decode(ids, /*skip_special=*/true); };
-    t.text_stream = [l]() -> std::unique_ptr<TokenTextStream> { return std::make_unique<TokenizerStream>(*l->tok); };
-    t.codec.can_decode = true;
+    t.codec.decode = [l](const std::vector<int32_t>& ids) { return l->tok->decode(ids, /*skip_special=*/true); };
+    t.codec.stream = [l]() -> std::unique_ptr<TokenTextStream> { return std::make_unique<TokenizerStream>(*l->tok); };
   }
   if (l->chat) {
     // The rendered text already holds BOS and the role markers: it is encoded as is.
@@ -90,4 +89,4 @@ TextSupport load_text_support(const std::string& model_dir) {
   return t;
 }
 
-}  // namespace trillion::app
+}  // namespace trillion
