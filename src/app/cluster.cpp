@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "app/run_config.hpp"
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fault.hpp"
@@ -32,20 +33,6 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// --stages auto: `trillion plan`'s split (plan/predict.hpp, auto_stages).
-// Every rank computes it from the same inputs (the model, the flags, the
-// profile), so all agree.
-StagePlan auto_stages_of(const RunOptions& o, const ModelConfig& cfg, const Manifest& man, Activations act,
-                           const RunShape& shape, int ranks) {
-  HostProfile host = default_host_profile();
-  if (!o.profile.empty()) {
-    ProfileFile p = read_profile(o.profile);
-    if (!p.has_host) throw InputError("--profile " + o.profile + ": no \"host\" in it");
-    host = p.host;
-  }
-  return auto_stages(model_cost(cfg, man, act), host, o.threads, ranks, shape.slots, shape.micro_batches,
-                     shape.max_len);
-}
 }  // namespace
 
 Cluster::Cluster(const RunOptions& o) : opts_(o) {
@@ -73,89 +60,21 @@ void Cluster::set_up() {
   // is reported by rank 0 with that rank's message.
   std::string error;
   RunShape shape;
-  ParallelMode mode = ParallelMode::pipeline;
   try {
-    if (opts_.max_batch < 1) throw InputError("--max-batch must be at least 1");
-    if (opts_.step_tokens < 1) throw InputError("--step-tokens must be at least 1");
-    if (opts_.threads < 0) throw InputError("--threads must be >= 0");
-    if (opts_.threads > thread_limit())  // before any thread starts (pid_max is finite)
-      throw InputError("--threads " + std::to_string(opts_.threads) + " exceeds the limit of " +
-                       std::to_string(thread_limit()) + " threads per rank (8 per hardware thread, at most " +
-                       std::to_string(kMaxThreads) + ")");
-    if (opts_.micro_batches < 0) throw InputError("--micro-batches must be >= 0");
-    if (opts_.kv_cache_tokens < 0) throw InputError("--kv-cache-tokens must be >= 0");
-    if (opts_.metrics_interval < 0) throw InputError("--metrics-interval must be >= 0");
-    mode = parse_parallel_mode(opts_.parallel);
-    if (opts_.activations != "auto") parse_activations(opts_.activations);  // a bad flag before the model opens
+    check_run_flags(opts_);
     store_ = ModelStore::open(opts_.model_dir, StoreOptions{opts_.verify});
-    const Activations act = resolve_activations(opts_.activations, store_->manifest().weight_format);
-    opts_.activations = to_string(act);  // as --metrics reports it
-    const ModelConfig& cfg = store_->config();
-    const int64_t max_len =
-        opts_.max_len > 0 ? opts_.max_len : std::min<int64_t>(cfg.max_position_embeddings, 4096);
-    if (max_len > cfg.max_position_embeddings)
-      throw InputError("--max-len " + std::to_string(max_len) + " exceeds the model's max_position_embeddings (" +
-                       std::to_string(cfg.max_position_embeddings) + ")");
-    shape = RunShape{opts_.max_batch, int32_t(max_len), opts_.micro_batches, opts_.kv_cache_tokens, opts_.step_tokens,
-                     act};
-    if (!opts_.speculative.empty()) {
-      if (opts_.speculative != "mtp")
-        throw InputError("--speculative must be mtp (the model's multi-token-prediction layer), not \"" +
-                         opts_.speculative + "\"");
-      if (cfg.num_nextn_predict_layers < 1 || !has_mtp_layer(cfg, store_->manifest()))
-        throw InputError("--speculative mtp: " + opts_.model_dir +
-                         " has no MTP layer (config.json num_nextn_predict_layers is " +
-                         std::to_string(cfg.num_nextn_predict_layers) + ", and the converted model must hold model.layers." +
-                         std::to_string(cfg.num_hidden_layers) + ".*)");
-      shape.speculative = true;
-    }
-    // MTP drafts from the whole head on the last stage: auto does not split it there.
-    const StagePlan stages = resolve_stage_plan(opts_.stages, opts_.head_split, mode == ParallelMode::pipeline,
-                                                !shape.speculative, [&] {
-                                                  return auto_stages_of(opts_, cfg, store_->manifest(), act, shape,
-                                                                        env_->size());
-                                                });
-    if (stages.head_split > 0 && shape.speculative)
-      throw InputError("--speculative mtp needs the whole head on the last stage: run without --head-split");
-    layout_ = make_layout(cfg, model_sizes(cfg, store_->manifest()), mode, env_->size(), stages.stages,
-                          stages.head_split);
-    if (mode == ParallelMode::expert && opts_.micro_batches > 64)
-      throw InputError("--micro-batches " + std::to_string(opts_.micro_batches) +
-                       ": expert mode splits a rank's rows into at most 64 groups");
-    if (opts_.micro_batches > opts_.max_batch)
-      throw InputError("--micro-batches " + std::to_string(opts_.micro_batches) + " exceeds --max-batch " +
-                       std::to_string(opts_.max_batch) + " (a micro-batch holds at least one sequence)");
-    // The KV cache and activations, against this rank's share of the host's
-    // memory, before the role allocates them.
-    const int ranks_on_host = std::max(1, env_->ranks_on_host());
-    const int32_t pool_slots = mode == ParallelMode::expert
-                                   ? KvPools::sized_slots(shape.slots, env_->size())
-                                   : shape.slots;
-    double memory = physical_memory_bytes() / ranks_on_host;
-    // FP8 on the int8 path holds its linears again as int8 groups (anonymous
-    // memory, unlike the mapped FP8 pages): they come out of the same share.
-    if (requantizes_fp8(act, store_->manifest().weight_format)) {
-      const RankShare& mine = layout_.ranks.at(size_t(env_->rank()));
-      const double copy = double(share_int8_copy_bytes(cfg, store_->manifest(), mine) +
-                                 (shape.speculative ? share_mtp_int8_copy_bytes(cfg, store_->manifest(), mine) : 0));
-      if (memory > 0 && copy >= memory)
-        throw InputError("--activations int8 on FP8 weights: this rank's int8 copy of its linears needs " +
-                         std::to_string(copy / 1e9) + " GB, more than the " + std::to_string(memory / 1e9) +
-                         " GB of memory it has (--activations f32 reads the FP8 weights in place)");
-      if (memory > 0) memory -= copy;
-    }
-    // The MTP layer's KV cache is one layer more where the head is.
-    const LayerRange& held = layout_.ranks.at(size_t(env_->rank())).layers;
-    check_run_memory(cfg, shape, held.size() + (shape.speculative && held.has_head ? 1 : 0), pool_slots, memory);
-    // Ranks sharing a host share its cores: by default each takes its part
-    // of the physical cores; spinning for work only pays when no thread
-    // competes for a core (ThreadPool).
-    const int threads =
-        opts_.threads > 0 ? opts_.threads : std::clamp(physical_cores() / ranks_on_host, 1, thread_limit());
-    const bool cores_to_spare =
-        int64_t(threads) * ranks_on_host <= int64_t(std::max(1u, std::thread::hardware_concurrency()));
-    pool_ = std::make_unique<ThreadPool>(threads, cores_to_spare);
-    env_->set_threads_per_rank(threads);  // before the channel: how its waits use the core
+    const RankPlace place{.ranks = env_->size(),
+                          .rank = env_->rank(),
+                          .ranks_on_host = env_->ranks_on_host(),
+                          .host_memory_bytes = physical_memory_bytes(),
+                          .physical_cores = physical_cores(),
+                          .hardware_threads = int(std::thread::hardware_concurrency()),
+                          .thread_limit = thread_limit()};
+    const RunConfig rc = configure_run(opts_, *store_, place);
+    shape = rc.shape;
+    layout_ = rc.layout;
+    pool_ = std::make_unique<ThreadPool>(rc.threads, rc.cores_to_spare);
+    env_->set_threads_per_rank(rc.threads);  // before the channel: how its waits use the core
   } catch (const Error& e) {
     error = e.what();
   }
