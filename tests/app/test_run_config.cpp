@@ -99,10 +99,10 @@ BOOST_AUTO_TEST_CASE(threads_follow_the_host) {
   Model m("bf16");
   RunOptions o = m.options();
   RankPlace p = alone();
-  p.ranks = 4, p.ranks_on_host = 4, p.physical_cores = 2, p.hardware_threads = 2;
+  p.ranks = 3, p.ranks_on_host = 3, p.physical_cores = 2, p.hardware_threads = 2;
   RunConfig rc = configure_run(o, *m.store, p);
   BOOST_TEST(rc.threads == 1);        // at least one, even with fewer cores than ranks
-  BOOST_TEST(!rc.cores_to_spare);     // 4 threads on 2 hardware threads: workers must not spin
+  BOOST_TEST(!rc.cores_to_spare);     // 3 threads on 2 hardware threads: workers must not spin
   o.threads = 3;
   p = alone();
   rc = configure_run(o, *m.store, p);
