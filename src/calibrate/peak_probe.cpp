@@ -25,14 +25,8 @@ PeakLoop peak_smmla();
 namespace {
 
 // Elsewhere: FP32 multiply-adds as the compiler vectorizes them.
-struct ScalarFma : NoOperands {
-  using V = float;
-  static constexpr int kChains = 32;
-  static V init(int k) { return 1.0f + float(k) * 1e-3f; }
-  static V step(V a, const Operands&, int) { return a * 0.999999f + 1e-7f; }
-  static double fold(V a) { return a; }
-};
-[[maybe_unused]] PeakLoop peak_scalar() { return peak_loop<ScalarFma>(); }
+float scalar_fma(float a) { return a * 0.999999f + 1e-7f; }
+[[maybe_unused]] PeakLoop peak_scalar() { return peak_loop<AccumulatorChains<scalar_fma, float, 32>>(); }
 
 struct Probe {
   const char* name;

@@ -3,21 +3,17 @@
 // Built with +dotprod; run only where the CPU has it.
 #include <arm_neon.h>
 
+#include <cstdint>
+
 #include "calibrate/peak_chains.hpp"
 
 namespace trillion {
 namespace {
 
-struct Sdot : NoOperands {
-  using V = int32x4_t;
-  static constexpr int kChains = 16;
-  static V init(int k) { return vdupq_n_s32(k); }
-  static V step(V a, const Operands&, int) { return vdotq_s32(a, vdupq_n_s8(3), vdupq_n_s8(-5)); }
-  static double fold(V a) { return double(vgetq_lane_s32(a, 0)); }
-};
+int32x4_t sdot(int32x4_t a) { return vdotq_s32(a, vdupq_n_s8(3), vdupq_n_s8(-5)); }
 
 }  // namespace
 
-PeakLoop peak_sdot() { return peak_loop<Sdot>(); }
+PeakLoop peak_sdot() { return peak_loop<AccumulatorChains<sdot, int32_t, 16>>(); }
 
 }  // namespace trillion

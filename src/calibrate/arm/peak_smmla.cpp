@@ -3,21 +3,17 @@
 // matmul_q8_smmla.cpp). Built with +i8mm; run only where the CPU has it.
 #include <arm_neon.h>
 
+#include <cstdint>
+
 #include "calibrate/peak_chains.hpp"
 
 namespace trillion {
 namespace {
 
-struct Smmla : NoOperands {
-  using V = int32x4_t;
-  static constexpr int kChains = 16;
-  static V init(int k) { return vdupq_n_s32(k); }
-  static V step(V a, const Operands&, int) { return vmmlaq_s32(a, vdupq_n_s8(3), vdupq_n_s8(-5)); }
-  static double fold(V a) { return double(vgetq_lane_s32(a, 0)); }
-};
+int32x4_t smmla(int32x4_t a) { return vmmlaq_s32(a, vdupq_n_s8(3), vdupq_n_s8(-5)); }
 
 }  // namespace
 
-PeakLoop peak_smmla() { return peak_loop<Smmla>(); }
+PeakLoop peak_smmla() { return peak_loop<AccumulatorChains<smmla, int32_t, 16>>(); }
 
 }  // namespace trillion

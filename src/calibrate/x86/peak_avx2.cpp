@@ -11,14 +11,8 @@ namespace trillion {
 namespace {
 
 // 16 chains: 2 ports x 4 cycles would need 8, but a Zen 5 core reaches its
-// peak only with 16 chains of 256-bit FMAs. The chain is the accumulator.
-struct FmaYmm : NoOperands {
-  using V = __m256;
-  static constexpr int kChains = 16;
-  static V init(int k) { return _mm256_set1_ps(1.0f + float(k) * 1e-3f); }
-  static V step(V a, const Operands&, int) { return _mm256_fmadd_ps(a, _mm256_set1_ps(0.999999f), _mm256_set1_ps(1e-7f)); }
-  static double fold(V a) { return _mm256_cvtss_f32(a); }
-};
+// peak only with 16 chains of 256-bit FMAs.
+__m256 fma_ymm(__m256 a) { return _mm256_fmadd_ps(a, _mm256_set1_ps(0.999999f), _mm256_set1_ps(1e-7f)); }
 
 // A chain is only its vpaddd (1 cycle), so 4 chains keep the two multiply
 // ports busy: two unsigned operands (registers made opaque each round) times
@@ -44,7 +38,7 @@ struct PairYmm {
 
 }  // namespace
 
-PeakLoop peak_fma_ymm() { return peak_loop<FmaYmm>(); }
+PeakLoop peak_fma_ymm() { return peak_loop<AccumulatorChains<fma_ymm, float, 16>>(); }
 PeakLoop peak_pair_ymm() { return peak_loop<PairYmm>(); }
 
 }  // namespace trillion

@@ -6,30 +6,19 @@
 // flags.
 #include <immintrin.h>
 
+#include <cstdint>
+
 #include "calibrate/peak_chains.hpp"
 
 namespace trillion {
 namespace {
 
-struct FmaZmm : NoOperands {
-  using V = __m512;
-  static constexpr int kChains = 16;
-  static V init(int k) { return _mm512_set1_ps(1.0f + float(k) * 1e-3f); }
-  static V step(V a, const Operands&, int) { return _mm512_fmadd_ps(a, _mm512_set1_ps(0.999999f), _mm512_set1_ps(1e-7f)); }
-  static double fold(V a) { return _mm512_cvtss_f32(a); }
-};
-
-struct DpbusdZmm : NoOperands {
-  using V = __m512i;
-  static constexpr int kChains = 16;
-  static V init(int k) { return _mm512_set1_epi32(k); }
-  static V step(V a, const Operands&, int) { return _mm512_dpbusd_epi32(a, _mm512_set1_epi8(3), _mm512_set1_epi8(-5)); }
-  static double fold(V a) { return double(_mm512_cvtsi512_si32(a)); }
-};
+__m512 fma_zmm(__m512 a) { return _mm512_fmadd_ps(a, _mm512_set1_ps(0.999999f), _mm512_set1_ps(1e-7f)); }
+__m512i dpbusd_zmm(__m512i a) { return _mm512_dpbusd_epi32(a, _mm512_set1_epi8(3), _mm512_set1_epi8(-5)); }
 
 }  // namespace
 
-PeakLoop peak_fma_zmm() { return peak_loop<FmaZmm>(); }
-PeakLoop peak_dpbusd_zmm() { return peak_loop<DpbusdZmm>(); }
+PeakLoop peak_fma_zmm() { return peak_loop<AccumulatorChains<fma_zmm, float, 16>>(); }
+PeakLoop peak_dpbusd_zmm() { return peak_loop<AccumulatorChains<dpbusd_zmm, int32_t, 16>>(); }
 
 }  // namespace trillion
