@@ -88,19 +88,19 @@ void check_run_flags(const RunOptions& o) {
 RunConfig configure_run(RunOptions& o, const ModelStore& store, const RankPlace& place) {
   const ModelConfig& cfg = store.config();
   RunConfig rc;
-  rc.mode = parse_parallel_mode(o.parallel);
+  const ParallelMode mode = parse_parallel_mode(o.parallel);
   const Activations act = resolve_activations(o.activations, store.manifest().weight_format);
   o.activations = to_string(act);  // as --metrics reports it
   rc.shape = shape_of(o, store, act);
   // MTP drafts from the whole head on the last stage: auto does not split it there.
   const StagePlan stages =
-      resolve_stage_plan(o.stages, o.head_split, rc.mode == ParallelMode::pipeline, !rc.shape.speculative,
+      resolve_stage_plan(o.stages, o.head_split, mode == ParallelMode::pipeline, !rc.shape.speculative,
                          [&] { return auto_stages_of(o, cfg, store.manifest(), act, rc.shape, place.ranks); });
   if (stages.head_split > 0 && rc.shape.speculative)
     throw InputError("--speculative mtp needs the whole head on the last stage: run without --head-split");
-  rc.layout = make_layout(cfg, model_sizes(cfg, store.manifest()), rc.mode, place.ranks, stages.stages,
+  rc.layout = make_layout(cfg, model_sizes(cfg, store.manifest()), mode, place.ranks, stages.stages,
                           stages.head_split);
-  if (rc.mode == ParallelMode::expert && o.micro_batches > 64)
+  if (mode == ParallelMode::expert && o.micro_batches > 64)
     throw InputError("--micro-batches " + std::to_string(o.micro_batches) +
                      ": expert mode splits a rank's rows into at most 64 groups");
   if (o.micro_batches > o.max_batch)
@@ -110,7 +110,7 @@ RunConfig configure_run(RunOptions& o, const ModelStore& store, const RankPlace&
   // memory, before the role allocates them; the MTP layer's KV cache is one
   // layer more where the head is.
   const int32_t pool_slots =
-      rc.mode == ParallelMode::expert ? KvPools::sized_slots(rc.shape.slots, place.ranks) : rc.shape.slots;
+      mode == ParallelMode::expert ? KvPools::sized_slots(rc.shape.slots, place.ranks) : rc.shape.slots;
   const LayerRange& held = rc.layout.ranks.at(size_t(place.rank)).layers;
   check_run_memory(cfg, rc.shape, held.size() + (rc.shape.speculative && held.has_head ? 1 : 0), pool_slots,
                    memory_for_run(store, rc, place));

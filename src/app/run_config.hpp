@@ -23,13 +23,12 @@ struct RankPlace {
   double host_memory_bytes = 0;  // physical memory of the host (0: unknown, not checked)
   int physical_cores = 1;
   int hardware_threads = 1;      // std::thread::hardware_concurrency()
-  int thread_limit = 8;          // common/thread_pool.hpp's thread_limit()
+  int thread_limit = 64;         // common/thread_pool.hpp's thread_limit() (at least 64 on any host)
 };
 
 struct RunConfig {
-  ParallelMode mode = ParallelMode::pipeline;
   RunShape shape;
-  Layout layout;
+  Layout layout;               // its mode is the run's parallel mode
   int threads = 1;             // this rank's thread pool
   bool cores_to_spare = true;  // no thread competes for a core: workers may spin for work (ThreadPool)
 };

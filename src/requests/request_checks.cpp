@@ -1,6 +1,6 @@
 // The whole-file passes over parsed requests before a run: prompts through
-// the tokenizer, duplicate ids, requests an
-// earlier run already answered, and the error records of bad lines.
+// the tokenizer, duplicate ids, requests an earlier run already answered,
+// and the error records of bad lines.
 #include "requests/request_checks.hpp"
 
 #include <algorithm>

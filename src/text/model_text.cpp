@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -71,7 +72,9 @@ TextSupport load_text_support(const std::string& model_dir) {
     loaded->parsed = std::make_unique<chat::Template>(loaded->chat->source);
     t.note += ", chat template";
   }
-  Loaded* l = loaded.get();
+  // Each callback holds the loaded tokenizer and template: they live as long
+  // as any copy of the codec.
+  const std::shared_ptr<const Loaded> l = loaded;
   if (l->tok) {
     t.codec.encode = [l](const std::string& text) { return l->tok->encode(text, /*allow_special=*/true); };
     if (l->add_bos) t.codec.text_bos = *l->tok->bos_id;
@@ -85,7 +88,6 @@ TextSupport load_text_support(const std::string& model_dir) {
       return render_chat(*l->parsed, msgs, /*add_generation_prompt=*/true, special_tokens(*l->chat));
     };
   }
-  t.keep_alive = loaded;
   return t;
 }
 

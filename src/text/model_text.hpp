@@ -2,7 +2,6 @@
 // TextCodec (text_codec.hpp) that `generate` and `score` hand to requests/
 // and scheduler/.
 #pragma once
-#include <memory>
 #include <string>
 
 #include "text/text_codec.hpp"
@@ -10,10 +9,9 @@
 namespace trillion {
 
 struct TextSupport {
-  TextCodec codec;         // empty callbacks for what the directory lacks
+  TextCodec codec;         // empty callbacks for what the directory lacks; owns what it uses
   std::string note;        // what was loaded, for the log
   int32_t vocab_size = 0;  // the tokenizer's largest id + 1 (0: no tokenizer)
-  std::shared_ptr<void> keep_alive;  // owns the tokenizer and template
 };
 
 // Loads MODEL_DIR's tokenizer (tokenizer.json or tiktoken.model) and chat
