@@ -33,6 +33,7 @@ double now_seconds() {
 }  // namespace
 
 Cluster::Cluster(const RunOptions& o) : opts_(o) {
+  started_ = now_seconds();  // before MPI_Init: start-up counts it
   int argc = 0;
   char** argv = nullptr;
   env_ = std::make_unique<MpiEnv>(argc, argv);
@@ -40,12 +41,15 @@ Cluster::Cluster(const RunOptions& o) : opts_(o) {
   // keeps serving on SIGINT/SIGTERM; rank 0 stops the job between steps.
   install_stop_handlers();
   relay_ = std::make_unique<StopRelay>(*env_, stop_signal);
-  started_ = now_seconds();
 }
 
 Cluster::~Cluster() {
   role_.reset();  // before MPI is finalized (the role owns the channel's window)
   relay_.reset();  // likewise its communicator
+}
+
+double Cluster::seconds_until(std::chrono::steady_clock::time_point t) const {
+  return std::chrono::duration<double>(t.time_since_epoch()).count() - started_;
 }
 
 StopRelay::Stop Cluster::stop_requested() { return relay_->poll(); }

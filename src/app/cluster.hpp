@@ -3,9 +3,10 @@
 // role in it (src/parallel/rank_role.hpp), and the run's --metrics file.
 // Nothing here depends on the parallel mode: the role does.
 #pragma once
-#include <optional>
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -45,6 +46,9 @@ class Cluster {
   // messages they only send at the end, so a running file lists rank 0 alone.
   void progress_metrics(const std::function<nlohmann::json()>& run);
 
+  // Seconds from the Cluster's making (before MPI_Init) to `t`.
+  double seconds_until(std::chrono::steady_clock::time_point t) const;
+
   // Rank 0, during work: a SIGINT/SIGTERM that this or any other rank
   // received (signal 0: none). Cheap enough to poll every step.
   StopRelay::Stop stop_requested();
@@ -68,7 +72,7 @@ class Cluster {
   std::unique_ptr<ThreadPool> pool_;
   Layout layout_;
   std::unique_ptr<RankRole> role_;
-  double started_ = 0;
+  double started_ = 0;  // steady clock, seconds: when the Cluster was made (before MPI_Init)
   // Open MPI's transport selection, read once: reading it (MPI_T) opens
   // every MCA component, seconds with some plugins, and it never changes in a run.
   std::optional<nlohmann::json> transport_;

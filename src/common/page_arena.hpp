@@ -9,11 +9,9 @@
 #include <cstddef>
 #include <vector>
 
-namespace trillion {
+#include "common/zeroed_pages.hpp"
 
-// Whether to advise 2 MiB pages (here and for mapped shards): yes unless
-// TRILLION_HUGE_PAGES=0, which leaves pages to the kernel's default.
-bool huge_pages_wanted();
+namespace trillion {
 
 class PageArena {
  public:
@@ -32,8 +30,8 @@ class PageArena {
 
  private:
   struct Chunk {
-    std::byte* base;
-    size_t size, used;
+    ZeroedPages pages;
+    size_t used;
   };
   size_t chunk_bytes_;
   std::vector<Chunk> chunks_;

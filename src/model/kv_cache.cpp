@@ -25,11 +25,16 @@ KvCache::KvCache(const ModelConfig& cfg, const LayerRange& range, int32_t slots,
   for (int64_t b = 0; b < blocks_; ++b) free_[size_t(b)] = int32_t(blocks_ - 1 - b);
   refs_.assign(size_t(blocks_), 0);
   const size_t rows = size_t(layers_) * size_t(blocks_) * size_t(kBlockTokens);
-  c_kv_.assign(rows * size_t(kv_lora_), 0.0f);
-  k_pe_.assign(rows * size_t(rope_), 0.0f);
+  // k_pe_ starts 64-byte aligned after c_kv_ (kv_lora_ floats per row).
+  const size_t c_kv_floats = (rows * size_t(kv_lora_) + 15) / 16 * 16;
+  pages_ = ZeroedPages((c_kv_floats + rows * size_t(rope_)) * sizeof(float));
+  c_kv_ = reinterpret_cast<float*>(pages_.data());
+  k_pe_ = c_kv_ + c_kv_floats;
 }
 
-int64_t KvCache::bytes() const { return int64_t((c_kv_.size() + k_pe_.size()) * sizeof(float)); }
+int64_t KvCache::bytes() const {
+  return int64_t(size_t(layers_) * size_t(blocks_) * size_t(kBlockTokens) * size_t(kv_lora_ + rope_) * sizeof(float));
+}
 
 void KvCache::unref(int32_t block) {
   if (--refs_[size_t(block)] == 0) free_.push_back(block);
@@ -75,10 +80,10 @@ void KvCache::apply(const KvPrefixOp& op) {
       const int32_t to = take_block(op.slot, op.block * kBlockTokens);
       for (int64_t l = 0; l < layers_; ++l) {
         const size_t src = size_t(l) * size_t(blocks_) + size_t(it->second), dst = size_t(l) * size_t(blocks_) + size_t(to);
-        std::copy_n(c_kv_.data() + src * size_t(kBlockTokens * kv_lora_), size_t(op.rows * kv_lora_),
-                    c_kv_.data() + dst * size_t(kBlockTokens * kv_lora_));
-        std::copy_n(k_pe_.data() + src * size_t(kBlockTokens * rope_), size_t(op.rows * rope_),
-                    k_pe_.data() + dst * size_t(kBlockTokens * rope_));
+        std::copy_n(c_kv_ + src * size_t(kBlockTokens * kv_lora_), size_t(op.rows * kv_lora_),
+                    c_kv_ + dst * size_t(kBlockTokens * kv_lora_));
+        std::copy_n(k_pe_ + src * size_t(kBlockTokens * rope_), size_t(op.rows * rope_),
+                    k_pe_ + dst * size_t(kBlockTokens * rope_));
       }
       t.push_back(to);
       return;
@@ -143,16 +148,16 @@ size_t KvCache::block_index(int32_t slot, int64_t layer, int32_t pos) const {
 }
 
 float* KvCache::c_kv_block(int32_t slot, int64_t layer, int32_t pos) {
-  return c_kv_.data() + block_index(slot, layer, pos) * size_t(kBlockTokens * kv_lora_);
+  return c_kv_ + block_index(slot, layer, pos) * size_t(kBlockTokens * kv_lora_);
 }
 float* KvCache::k_pe_block(int32_t slot, int64_t layer, int32_t pos) {
-  return k_pe_.data() + block_index(slot, layer, pos) * size_t(kBlockTokens * rope_);
+  return k_pe_ + block_index(slot, layer, pos) * size_t(kBlockTokens * rope_);
 }
 const float* KvCache::c_kv_block(int32_t slot, int64_t layer, int32_t pos) const {
-  return c_kv_.data() + block_index(slot, layer, pos) * size_t(kBlockTokens * kv_lora_);
+  return c_kv_ + block_index(slot, layer, pos) * size_t(kBlockTokens * kv_lora_);
 }
 const float* KvCache::k_pe_block(int32_t slot, int64_t layer, int32_t pos) const {
-  return k_pe_.data() + block_index(slot, layer, pos) * size_t(kBlockTokens * rope_);
+  return k_pe_ + block_index(slot, layer, pos) * size_t(kBlockTokens * rope_);
 }
 
 }  // namespace trillion

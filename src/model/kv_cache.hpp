@@ -20,10 +20,24 @@
 // someone else holds is refused (Error), so a sharing bug cannot corrupt
 // another sequence's cache silently; a match that ends inside a block takes
 // a copy of the block's first rows instead (kCopy).
-#include <unordered_map>
+//
+// The pool is never cleared, by construction: its pages come from the
+// kernel untouched (common/zeroed_pages.hpp), so start-up does not grow with
+// the pool, and a block returned to the pool keeps its last holder's rows.
+// Neither is ever read: attention reads positions [0, pos] of a row's own
+// slot (mla_attend.cpp), and each of them was written before it is read —
+// position pos by the row itself (attention.cpp writes every row's latent
+// before any row attends), every earlier one by an earlier row of the
+// sequence (in an earlier step or in this one), by the block a kShare
+// gave it (written by the sequence that kept it), or by a kCopy's first rows
+// (which are rows its source had written). A table only ever holds the
+// blocks of positions its sequence has reached.
 #pragma once
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
+
+#include "common/zeroed_pages.hpp"
 
 #include "config/model_config.hpp"
 #include "model/batch.hpp"
@@ -77,7 +91,9 @@ class KvCache {
   std::vector<int32_t> free_;                // free block ids, lowest last (taken first)
   std::vector<int32_t> refs_;                // [blocks] holders: tables and kept ids
   std::unordered_map<int32_t, int32_t> kept_;  // kept id -> block
-  std::vector<float> c_kv_, k_pe_;           // [layers, blocks, kBlockTokens, dim]
+  ZeroedPages pages_;                         // c_kv_ and k_pe_ (not cleared: see the top)
+  float* c_kv_ = nullptr;                     // [layers, blocks, kBlockTokens, kv_lora_]
+  float* k_pe_ = nullptr;                     // [layers, blocks, kBlockTokens, rope_]
 };
 
 }  // namespace trillion

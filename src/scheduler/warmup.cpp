@@ -38,6 +38,7 @@ void Scheduler::warm_up(int64_t rows) {
     for (size_t r = 0; r + 1 < in.tokens.size(); ++r)
       if (in.batch.rows[r + 1].slot == in.batch.rows[r].slot) in.mtp_next[r] = in.tokens[r + 1];
   const auto t0 = std::chrono::steady_clock::now();
+  stats_.first_submitted = t0;
   runner_.step(in);
   stats_.warmup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stats_.warmup_rows = in.batch.size();
