@@ -39,7 +39,7 @@ int run_plan(const Args& args) {
   desc.add_options()
       ("model", po::value(&model_dir), "converted model directory")
       ("config", po::value(&config), "a config.json (or a Hugging Face directory holding one): plan before converting")
-      ("quantize", po::value(&quantize), "with --config of a bf16 checkpoint: as after convert --quantize int8|int4|fp8")
+      ("quantize", po::value(&quantize), "with --config: as after convert --quantize int8|int4|fp8 (a bf16 checkpoint; an fp8 one: int8)")
       ("ranks,n", po::value(&ranks), "number of ranks (default: the hostfile's slots)")
       ("hostfile", po::value(&hostfile), "Open MPI hostfile: name the host of each rank")
       ("ranks-per-host", po::value(&ranks_per_host)->default_value(0),

@@ -27,6 +27,18 @@ WeightFormat weight_format_from_string(const std::string& s) {
   throw ConfigError("unknown weight format '" + s + "' (expected bf16, fp8, int4 or int8)");
 }
 
+std::string quantization_refused(const ModelConfig& cfg, WeightFormat to) {
+  if (to == WeightFormat::bf16) return "--quantize must be int8, int4 or fp8";
+  if (cfg.requantized)
+    return std::string("the weights were already quantized to ") + to_string(cfg.weight_format) +
+           " by trillion convert --quantize";
+  if (cfg.weight_format == WeightFormat::bf16) return "";
+  if (cfg.weight_format == WeightFormat::fp8_block && to == WeightFormat::int8_group) return "";
+  if (cfg.weight_format == WeightFormat::fp8_block)
+    return std::string("an fp8 checkpoint is quantized to int8 only, not ") + to_string(to);
+  return std::string("--quantize needs a bf16 or fp8 checkpoint; this one is ") + to_string(cfg.weight_format);
+}
+
 namespace {
 
 using nlohmann::json;
@@ -98,7 +110,8 @@ struct Reader {
   }
 };
 
-WeightFormat parse_quantization(const json& j, const std::string& source, bool* requantized) {
+WeightFormat parse_quantization(const json& j, const std::string& source, bool* requantized,
+                                WeightFormat* requantized_from) {
   *requantized = false;
   auto it = j.find("quantization_config");
   if (it == j.end() || it->is_null()) return WeightFormat::bf16;
@@ -107,13 +120,18 @@ WeightFormat parse_quantization(const json& j, const std::string& source, bool* 
   const std::string method = q.value("quant_method", "");
   if (method == "trillion") {  // written by `trillion convert --quantize` (docs/format.md)
     const std::string from = q.value("quantized_from", "");
-    if (from != "bf16")
-      throw ConfigError(source + ": quantization_config.quantized_from must be \"bf16\", got \"" + from + "\"");
+    if (from != "bf16" && from != "fp8")
+      throw ConfigError(source + ": quantization_config.quantized_from must be \"bf16\" or \"fp8\", got \"" + from +
+                        "\"");
     const std::string fmt = q.value("weight_format", "");
     if (fmt != "int8" && fmt != "int4" && fmt != "fp8")
       throw ConfigError(source + ": quantization_config.weight_format must be int8, int4 or fp8, got \"" + fmt +
                         "\"");
+    if (from == "fp8" && fmt != "int8")
+      throw ConfigError(source + ": quantization_config.quantized_from is fp8, which trillion quantizes to int8 only, not " +
+                        fmt);
     *requantized = true;
+    *requantized_from = weight_format_from_string(from);
     return weight_format_from_string(fmt);
   }
   if (method == "fp8") {
@@ -220,7 +238,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
     s.original_max_position_embeddings = rr.integer("original_max_position_embeddings", 1, kMaxPositions);
     c.rope_scaling = s;
   }
-  c.weight_format = parse_quantization(j, source, &c.requantized);
+  c.weight_format = parse_quantization(j, source, &c.requantized, &c.requantized_from);
 
   // Cross-field checks: a config that would index out of bounds is refused here.
   if (c.n_routed_experts % c.n_group)

@@ -65,10 +65,12 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   WeightFormat weight_format = WeightFormat::bf16;  // from quantization_config
   // Written by `trillion convert --quantize` (quantization_config.quant_method
-  // "trillion", quantized_from "bf16"): every linear layer including lm_head
-  // is stored in weight_format (int4: those with in_features % 32 == 0), not
-  // only the ones the native checkpoint of that format quantizes.
+  // "trillion", quantized_from "bf16", or "fp8" for int8): every linear layer
+  // including lm_head is stored in weight_format (int4: those with
+  // in_features % 32 == 0), not only the ones the native checkpoint of that
+  // format quantizes.
   bool requantized = false;
+  WeightFormat requantized_from = WeightFormat::bf16;  // bf16, or fp8_block (to int8 only)
 
   // Derived sizes (pure functions of the fields above).
   int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
@@ -82,5 +84,11 @@ struct ModelConfig {
   static ModelConfig from_json(const nlohmann::json& j, const std::string& source);
   static ModelConfig from_file(const std::string& path);
 };
+
+// Why `convert --quantize` (and `plan --quantize`) cannot turn `cfg`'s
+// checkpoint into `to`, or "" when it can: a bf16 checkpoint into int8, int4
+// or fp8; a native fp8 one (DeepSeek-V3's) into int8, each weight's exact
+// value (e4m3 code x block scale) quantized by the int8 rule.
+std::string quantization_refused(const ModelConfig& cfg, WeightFormat to);
 
 }  // namespace trillion

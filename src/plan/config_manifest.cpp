@@ -12,7 +12,7 @@ Manifest manifest_from_config(const ModelConfig& cfg, int64_t experts_per_shard)
   Manifest m;
   m.weight_format = cfg.weight_format;
   m.experts_per_shard = experts_per_shard;
-  m.quantized_from = cfg.requantized ? "bf16" : "";
+  m.quantized_from = cfg.requantized ? to_string(cfg.requantized_from) : "";
   std::vector<TensorInfo> tensors;
   std::map<std::string, ShardInfo> shards;
   std::vector<std::string> shard_order;  // first appearance, as the converter writes them
@@ -39,13 +39,12 @@ Manifest manifest_from_config(const ModelConfig& cfg, int64_t experts_per_shard)
 }
 
 ModelConfig quantized_config(const ModelConfig& cfg, WeightFormat fmt) {
-  if (cfg.weight_format != WeightFormat::bf16)
-    throw InputError(std::string("--quantize applies to a bf16 checkpoint; this config is ") +
-                     to_string(cfg.weight_format) + " (plan it as it is)");
-  if (fmt == WeightFormat::bf16) throw InputError("--quantize must be int8, int4 or fp8");
+  if (const std::string why = quantization_refused(cfg, fmt); !why.empty())
+    throw InputError("--quantize " + std::string(to_string(fmt)) + ": " + why + " (plan it as it is)");
   ModelConfig q = cfg;
   q.weight_format = fmt;
   q.requantized = true;
+  q.requantized_from = cfg.weight_format;
   return q;
 }
 

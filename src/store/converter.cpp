@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +17,7 @@
 #include "format/mapped_file.hpp"
 #include "platform/file_sync.hpp"
 #include "store/convert_plan.hpp"
+#include "store/convert_quantizer.hpp"
 #include "store/manifest.hpp"
 #include "store/model_store.hpp"
 #include "store/progress.hpp"
@@ -56,68 +56,6 @@ void warn(const ConvertOptions& o, ConvertReport& r, const std::string& w) {
   if (o.log) *o.log << "convert: warning: " << w << "\n";
 }
 
-std::string matrix_prefix(const std::string& name) {
-  static const std::string kWeight = ".weight";
-  return name.ends_with(kWeight) ? name.substr(0, name.size() - kWeight.size()) : name;
-}
-
-// The quantization of one conversion (--quantize), shared by every shard.
-// The next matrix is quantized (by the pool, from a helper thread) while the
-// current one is written, so the CPU work hides behind the disk writes.
-class Quantizer {
- public:
-  Quantizer(WeightFormat format, ThreadPool* pool, QuantizationReport* report, const ConvertPlan& plan)
-      : format_(format), pool_(pool), report_(report) {
-    for (const PlannedShard& s : plan.shards)
-      for (const PlannedTensor& t : s.tensors)
-        if (applies(t)) order_.push_back(&t);
-  }
-  ~Quantizer() {
-    if (pending_.valid()) pending_.wait();
-  }
-
-  // Whether `t` is rewritten: a bf16 linear layer `format` can store.
-  bool applies(const PlannedTensor& t) const {
-    const SafetensorsEntry& e = *t.entry;
-    return t.linear != LinearRole::none && e.dtype == DType::BF16 && e.shape.size() == 2 &&
-           quantizable(format_, e.shape[1]);
-  }
-
-  // The quantized form of `t`; the tensors applies() to must be taken in plan order.
-  QuantizedMatrix take(const PlannedTensor& t) {
-    if (next_ >= order_.size() || order_[next_] != &t) throw Error("convert: quantization out of plan order");
-    if (!pending_.valid()) launch();
-    QuantizedMatrix q = pending_.get();
-    report_->add(matrix_prefix(t.entry->name), t.linear, t.entry->shape, q.stats);
-    ++next_;
-    launch();
-    return q;
-  }
-
-  void kept(const PlannedTensor& t) {
-    if (t.linear != LinearRole::none && t.entry->name.ends_with(".weight"))
-      report_->kept.push_back(matrix_prefix(t.entry->name));
-  }
-
- private:
-  void launch() {
-    if (next_ >= order_.size()) return;
-    const PlannedTensor* t = order_[next_];
-    pending_ = std::async(std::launch::async, [this, t] {
-      const SafetensorsEntry& e = *t->entry;
-      return quantize_matrix(format_, matrix_prefix(e.name), reinterpret_cast<const uint16_t*>(t->file->data(e)),
-                             e.shape[0], e.shape[1], pool_);
-    });
-  }
-
-  WeightFormat format_;
-  ThreadPool* pool_;
-  QuantizationReport* report_;
-  std::vector<const PlannedTensor*> order_;
-  size_t next_ = 0;
-  std::future<QuantizedMatrix> pending_;
-};
-
 // Writes one planned shard and adds it and its tensors to the manifest.
 void write_shard(const PlannedShard& s, const fs::path& dir, Manifest& m, ProgressMeter& meter, Quantizer* quant) {
   ShardWriter w((dir / s.key.file).string());
@@ -125,7 +63,10 @@ void write_shard(const PlannedShard& s, const fs::path& dir, Manifest& m, Progre
   for (const PlannedTensor& t : s.tensors) {
     const SafetensorsEntry& e = *t.entry;
     t.file->mapping().advise_sequential(e.begin, e.nbytes());
-    if (quant && quant->applies(t)) {
+    const Rewrite what = quant ? quant->rewrite(t) : Rewrite::keep;
+    if (what == Rewrite::drop) {  // an fp8 matrix's scale_inv: its int8 groups carry their own
+      meter.add_bytes(e.nbytes());
+    } else if (what == Rewrite::quantize) {
       const QuantizedMatrix q = quant->take(t);
       for (const QuantTensor& qt : q.tensors) {
         StoredTensor st = w.write(ShardTensor{qt.name, qt.dtype, qt.shape, qt.data.data(), qt.weight_shape});
@@ -157,7 +98,7 @@ void write_shard(const PlannedShard& s, const fs::path& dir, Manifest& m, Progre
 
 // config.json of a quantized model: the checkpoint's, in its key order, with
 // trillion's quantization_config (docs/format.md).
-void write_quantized_config(const fs::path& in, const fs::path& out, WeightFormat format) {
+void write_quantized_config(const fs::path& in, const fs::path& out, WeightFormat format, WeightFormat from) {
   std::ifstream f(in);
   nlohmann::ordered_json j;
   try {
@@ -167,7 +108,7 @@ void write_quantized_config(const fs::path& in, const fs::path& out, WeightForma
   }
   nlohmann::ordered_json q = {{"quant_method", "trillion"},
                               {"weight_format", to_string(format)},
-                              {"quantized_from", "bf16"}};
+                              {"quantized_from", to_string(from)}};
   if (format == WeightFormat::fp8_block) {
     q["fmt"] = "e4m3";
     q["weight_block_size"] = {128, 128};
@@ -213,12 +154,12 @@ ConvertReport convert_checkpoint(const ConvertOptions& o) {
   ConvertReport report;
   // Everything is validated before the output is touched.
   const ModelConfig cfg = ModelConfig::from_file((in / "config.json").string());
-  if (o.quantize && cfg.weight_format != WeightFormat::bf16)
-    throw InputError("--quantize " + std::string(to_string(*o.quantize)) + " needs a bf16 checkpoint, but " +
-                     (in / "config.json").string() + " describes a " + to_string(cfg.weight_format) +
-                     (cfg.requantized ? " model quantized by trillion" : " checkpoint") +
-                     " (quantization_config); convert it without --quantize to keep its " +
-                     to_string(cfg.weight_format) + " weights");
+  if (o.quantize)
+    if (const std::string why = quantization_refused(cfg, *o.quantize); !why.empty())
+      throw InputError("--quantize " + std::string(to_string(*o.quantize)) + ": " + why + " (" +
+                       (in / "config.json").string() + " describes a " + to_string(cfg.weight_format) +
+                       (cfg.requantized ? " model quantized by trillion" : " checkpoint") +
+                       "); convert it without --quantize to keep its " + to_string(cfg.weight_format) + " weights");
   const HfCheckpoint ckpt(in.string());
   ConvertPlan plan = plan_conversion(ckpt, cfg, o.experts_per_shard);
   // What the model directory will hold: with --quantize, the config of the result.
@@ -227,14 +168,8 @@ ConvertReport convert_checkpoint(const ConvertOptions& o) {
   if (o.quantize) {
     out_cfg.weight_format = *o.quantize;
     out_cfg.requantized = true;
-    out_bytes = 0;
-    for (const PlannedShard& s : plan.shards)
-      for (const PlannedTensor& t : s.tensors) {
-        const SafetensorsEntry& e = *t.entry;
-        const bool q = t.linear != LinearRole::none && e.dtype == DType::BF16 && e.shape.size() == 2 &&
-                       quantizable(*o.quantize, e.shape[1]);
-        out_bytes += q ? quantized_bytes(*o.quantize, e.shape[0], e.shape[1]) : e.nbytes();
-      }
+    out_cfg.requantized_from = cfg.weight_format;
+    out_bytes = quantized_output_bytes(plan, *o.quantize, cfg.weight_format);
   }
   for (const std::string& w : ckpt.warnings()) warn(o, report, w);
   for (const std::string& w : plan.warnings) warn(o, report, w);
@@ -257,7 +192,7 @@ ConvertReport convert_checkpoint(const ConvertOptions& o) {
                       gigabytes(space.available) + " available");
   Manifest m;
   m.weight_format = out_cfg.weight_format;
-  if (o.quantize) m.quantized_from = "bf16";
+  if (o.quantize) m.quantized_from = to_string(cfg.weight_format);
   m.experts_per_shard = o.experts_per_shard;
   m.source_path = in.string();
 
@@ -274,7 +209,8 @@ ConvertReport convert_checkpoint(const ConvertOptions& o) {
     pool.emplace(o.threads);
     report.quantization.emplace();
     report.quantization->format = *o.quantize;
-    quant.emplace(*o.quantize, &*pool, &*report.quantization, plan);
+    report.quantization->from = cfg.weight_format;
+    quant.emplace(*o.quantize, cfg.weight_format, &*pool, &*report.quantization, plan);
   }
   ProgressMeter meter(o.log, "convert", plan.tensors, plan.bytes);
   uint64_t written = 0;
@@ -284,7 +220,7 @@ ConvertReport convert_checkpoint(const ConvertOptions& o) {
   for (const char* f : kSideFiles) {
     if (!fs::exists(in / f)) continue;
     if (o.quantize && std::string(f) == "config.json") {
-      write_quantized_config(in / f, dir / f, *o.quantize);
+      write_quantized_config(in / f, dir / f, *o.quantize, cfg.weight_format);
       sync_path(dir / f);
       report.copied_files.push_back(f);
       continue;

@@ -161,7 +161,10 @@ Manifest Manifest::from_json(const json& j, const std::string& source) {
   m.experts_per_shard = top.integer("experts_per_shard", 1);
   if (j.contains("quantized_from")) {
     m.quantized_from = top.str("quantized_from");
-    if (m.quantized_from != "bf16") top.fail("quantized_from", "must be \"bf16\" (the only format trillion quantizes)");
+    if (m.quantized_from != "bf16" && m.quantized_from != "fp8")
+      top.fail("quantized_from", "must be \"bf16\" or \"fp8\" (the formats trillion quantizes from)");
+    if (m.quantized_from == "fp8" && m.weight_format != WeightFormat::int8_group)
+      top.fail("quantized_from", "is fp8 but weight_format is not int8 (fp8 is quantized to int8 only)");
     if (m.weight_format == WeightFormat::bf16) top.fail("quantized_from", "is set but weight_format is bf16");
   }
   if (auto s = j.find("source"); s != j.end() && s->is_object() && s->contains("path") && (*s)["path"].is_string())

@@ -27,6 +27,9 @@ void check_complete(const Manifest& m, const ModelConfig& cfg, const std::string
                                                   " quantized by trillion convert --quantize"
                                                 : ": quantized_from is set but config.json has no trillion"
                                                   " quantization_config"));
+  if (cfg.requantized && m.quantized_from != to_string(cfg.requantized_from))
+    throw FormatError(source + ": quantized_from is " + m.quantized_from + " but config.json says " +
+                      to_string(cfg.requantized_from));
   std::vector<std::string> names;
   names.reserve(m.tensors().size());
   for (const TensorInfo& t : m.tensors()) names.push_back(t.name);

@@ -356,8 +356,10 @@ const char* quantization_method(WeightFormat format) {
 
 void print_quantization(std::ostream& out, const QuantizationReport& r) {
   char buf[256];
-  out << "quantization to " << to_string(r.format) << " (from bf16): relative RMS error ||W - Q(W)|| / ||W|| and "
-      << "max |W - Q(W)| per role\n";
+  out << "quantization to " << to_string(r.format) << " (from " << to_string(r.from)
+      << "): relative RMS error ||W - Q(W)|| / ||W|| and max |W - Q(W)| per role";
+  if (r.from == WeightFormat::fp8_block) out << " (W: each fp8 weight's exact value, code x block scale)";
+  out << "\n";
   std::snprintf(buf, sizeof buf, "  %-16s %8s %12s %12s %14s %12s\n", "role", "matrices", "parameters",
                 "bits/weight", "rel RMS error", "max |error|");
   out << buf;
@@ -396,7 +398,7 @@ nlohmann::json quantization_json(const QuantizationReport& r, const std::string&
     matrices[m.name] = std::move(e);
   }
   return json{{"weight_format", to_string(r.format)},
-              {"quantized_from", "bf16"},
+              {"quantized_from", to_string(r.from)},
               {"source", source},
               {"method", quantization_method(r.format)},
               {"roles", std::move(roles)},

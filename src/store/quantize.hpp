@@ -81,6 +81,7 @@ uint8_t f32_to_e4m3(float x);       // round to nearest even, saturating at +-44
 // matrices it kept in bf16 (int4 with in_features % 32 != 0).
 struct QuantizationReport {
   WeightFormat format = WeightFormat::int8_group;
+  WeightFormat from = WeightFormat::bf16;  // the checkpoint's format (bf16, or fp8 to int8)
   std::map<LinearRole, QuantStats> roles;
   QuantStats overall;
   struct Matrix {

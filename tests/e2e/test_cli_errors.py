@@ -105,14 +105,14 @@ os.remove(os.path.join(missing, info["shard"]))
 f.expect_error([T, "score", "--model", missing, "--input", good, "--output", out], [info["shard"]],
                "missing shard file")
 
-# --- convert --quantize: a bad format name, an input that is not bf16 (nothing is written).
+# --- convert --quantize: a bad format name, an fp8 input to a format other than int8 (nothing is written).
 qout = os.path.join(case, "quantized")
 f.expect_error([T, "convert", "--input", hf, "--output", qout, "--quantize", "int3"],
                ["--quantize", "int8, int4 or fp8", "'int3'"], "bad --quantize value", code=USAGE_ERROR)
 f.check(not os.path.exists(qout), "bad --quantize value: nothing written")
 hf_fp8 = checkpoint(work, "tiny", "fp8")
-f.expect_error([T, "convert", "--input", hf_fp8, "--output", qout, "--quantize", "int8"],
-               ["--quantize int8 needs a bf16 checkpoint", "fp8", os.path.join(hf_fp8, "config.json")],
-               "--quantize of an fp8 checkpoint")
+f.expect_error([T, "convert", "--input", hf_fp8, "--output", qout, "--quantize", "int4"],
+               ["--quantize int4", "an fp8 checkpoint is quantized to int8 only", os.path.join(hf_fp8, "config.json")],
+               "--quantize int4 of an fp8 checkpoint")
 f.check(not os.path.exists(qout) and not os.path.exists(qout + ".partial"), "fp8 input: nothing written")
 f.finish()

@@ -4,7 +4,9 @@ checkpoint's config.json holds exactly what the converted model's does
 config fits on four 192 GB hosts and is refused, with the shortfall, on
 four 100 GB ones; predictions cover both modes, decode batches and prefill;
 bad flags and profiles are clear errors; `trillion calibrate` writes a
-profile `plan` reads."""
+profile `plan` reads. `--quantize int8` of an FP8 config plans what
+`convert --quantize int8` writes, and DeepSeek-V3 so fits four 192 GB hosts
+on the int8 path, where its FP8 weights with their int8 copy do not."""
 import json
 import os
 
@@ -29,6 +31,15 @@ for mode in ("pipeline", "expert"):
                 f"{mode} rank {ra['rank']}: --config {rb['weight_bytes']} bytes {len(rb['files'])} files, "
                 f"--model {ra['weight_bytes']} bytes {len(ra['files'])} files")
     f.check(a["bytes_per_token"] == b["bytes_per_token"], f"{mode}: bytes per token agree")
+# The same for an FP8 checkpoint converted to int8.
+q8 = os.path.join(case, "model-int8-from-fp8")
+run([T, "convert", "--input", hf, "--output", q8, "--quantize", "int8", "--force", "--quiet"])
+a = plan("--model", q8, "--ranks", "2")
+b = plan("--config", hf, "--ranks", "2", "--quantize", "int8")
+f.check(a["weight_format"] == b["weight_format"] == "int8", f"fp8 -> int8: {a['weight_format']}, {b['weight_format']}")
+f.check([(r["weight_bytes"], r["files"]) for r in a["per_rank"]] ==
+        [(r["weight_bytes"], r["files"]) for r in b["per_rank"]],
+        "fp8 -> int8: --config --quantize int8 plans the bytes and files convert --quantize int8 wrote")
 
 # 2. The real DeepSeek-V3 config on four Mac Studios.
 ds = os.path.join(PROFILES, "models", "deepseek-v3.json")
@@ -71,6 +82,13 @@ f.check(small.returncode == 1 and "DOES NOT FIT" in small.stdout and "short" in 
         f"four 100 GB hosts are refused with the shortfall (exit {small.returncode})")
 j = plan("--config", ds, "--ranks", "4", "--host-memory", "100G", *m2)
 f.check(not j["fits"] and all(h["shortfall_bytes"] > 0 for h in j["per_host"]), "--json says fits: false")
+# The int8 path: FP8 weights with an int8 copy do not fit; converted to int8 they do, with no copy.
+copy = plan("--config", ds, "--ranks", "4", "--activations", "int8", *m2)
+conv = plan("--config", ds, "--ranks", "4", "--activations", "int8", "--quantize", "int8", *m2)
+f.check(not copy["fits"] and all(r["int8_copy_bytes"] > 0 for r in copy["per_rank"]),
+        "DeepSeek-V3 FP8 + its int8 copy does not fit four 192 GB hosts")
+f.check(conv["fits"] and conv["weight_format"] == "int8" and all(r["int8_copy_bytes"] == 0 for r in conv["per_rank"]),
+        "DeepSeek-V3 converted to int8 fits four 192 GB hosts, no copy")
 
 # 3. Errors name the flag or the field.
 f.expect_error([T, "plan", "--config", ds, "--ranks", "4", "--host-memory", "12X"], ["--host-memory", "12X"],
@@ -86,8 +104,8 @@ f.expect_error([T, "plan", "--config", ds, "--ranks", "2", "--profile", bad], [b
                "a profile without bandwidth")
 f.expect_error([T, "plan", "--config", ds, "--model", model, "--ranks", "2"], ["--model", "--config"],
                "--model and --config together")
-f.expect_error([T, "plan", "--config", ds, "--ranks", "2", "--quantize", "int8"], ["--quantize", "bf16"],
-               "--quantize of an FP8 config")
+f.expect_error([T, "plan", "--config", ds, "--ranks", "2", "--quantize", "int4"],
+               ["--quantize int4", "an fp8 checkpoint is quantized to int8 only"], "--quantize int4 of an FP8 config")
 
 # 4. calibrate writes a profile plan reads.
 prof = os.path.join(case, "this-host.json")

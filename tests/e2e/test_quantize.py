@@ -2,7 +2,10 @@
 quantizer: every byte trillion wrote (read back with h5py) and every error
 figure of its report (quantization.json) must equal what numpy computes from
 the synthetic bf16 checkpoint with the rounding rules of docs/format.md
-"Quantized models". The `small` preset has widths that are not multiples of
+"Quantized models". A case `preset:int8:fp8` starts from the synthetic fp8
+checkpoint instead (DeepSeek-V3's format): each weight's value is its e4m3
+code times its 128x128 block's scale_inv (lm_head: its bf16 value), the
+scale_inv tensors are gone from the result, and the MTP layer is kept. The `small` preset has widths that are not multiples of
 128 or 32 (partial fp8 blocks, partial int8 groups); `tiny` has a q_b_proj
 with in_features 48, which int4 keeps in bf16.
 
@@ -18,10 +21,10 @@ import numpy as np
 from harness import ROOT, Failures, arg_parser, checkpoint, parse_args, run
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
-from safetensors_reader import Checkpoint  # noqa: E402
+from safetensors_reader import Checkpoint, e4m3_bits_to_f64  # noqa: E402
 
 ap = arg_parser()
-ap.add_argument("--cases", default="small:int8,small:fp8,small:int4,tiny:int4,tiny:int8")
+ap.add_argument("--cases", default="small:int8,small:fp8,small:int4,tiny:int4,tiny:int8,small:int8:fp8")
 args = parse_args(parser=ap)
 T = args.trillion
 f = Failures()
@@ -120,16 +123,30 @@ def linear_matrices(c):
     return out
 
 
+def source_values(ck, prefix):
+    """float64 values of a linear layer's matrix in the checkpoint: bf16 bits,
+    or (fp8) e4m3 code x the f32 scale_inv of its 128x128 block (exact)."""
+    name = prefix + ".weight"
+    if ck.dtype(name) != "F8_E4M3":
+        return bf16_value(ck.raw(name))
+    codes = ck.raw(name)
+    rows, cols = codes.shape
+    scale = np.asarray(ck.raw(prefix + ".weight_scale_inv"), dtype=np.float32).astype(np.float64)
+    if scale.shape != (-(-rows // 128), -(-cols // 128)):
+        raise SystemExit(f"FAILED: {prefix}: scale_inv shape {scale.shape}")
+    return e4m3_bits_to_f64(codes) * np.repeat(np.repeat(scale, 128, axis=0), 128, axis=1)[:rows, :cols]
+
+
 def close(a, b, rel=1e-9):
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
 
 
 # --------------------------------------------------------------------------- one case
 
-def check_case(preset, fmt):
+def check_case(preset, fmt, source="bf16"):
     import h5py
-    hf = checkpoint(work, preset, "bf16")
-    out = os.path.join(work, "model", f"quantize-{preset}-{fmt}")
+    hf = checkpoint(work, preset, source)
+    out = os.path.join(work, "model", f"quantize-{preset}-{fmt}-from-{source}")
     shutil.rmtree(out, ignore_errors=True)
     p = run([T, "convert", "--input", hf, "--output", out, "--quantize", fmt, "--experts-per-shard", 8, "--quiet"],
             check=False)
@@ -144,11 +161,13 @@ def check_case(preset, fmt):
     qj = json.load(open(os.path.join(out, "quantization.json")))
     conf = json.load(open(os.path.join(out, "config.json")))
     qc = conf.get("quantization_config", {})
-    f.check(manifest["weight_format"] == fmt and manifest.get("quantized_from") == "bf16",
+    f.check(manifest["weight_format"] == fmt and manifest.get("quantized_from") == source,
             f"{preset} {fmt}: manifest weight_format/quantized_from")
     f.check(qc.get("quant_method") == "trillion" and qc.get("weight_format") == fmt
-            and qc.get("quantized_from") == "bf16", f"{preset} {fmt}: config.json quantization_config {qc}")
-    f.check({k: v for k, v in conf.items() if k != "quantization_config"} == cfg,
+            and qc.get("quantized_from") == source and qj.get("quantized_from") == source,
+            f"{preset} {fmt}: config.json quantization_config {qc}")
+    f.check({k: v for k, v in conf.items() if k != "quantization_config"} ==
+            {k: v for k, v in cfg.items() if k != "quantization_config"},
             f"{preset} {fmt}: config.json otherwise unchanged")
     files = {}
 
@@ -164,7 +183,7 @@ def check_case(preset, fmt):
     bad_stats = []
     for prefix, role in mats.items():
         w_bits = ck.raw(prefix + ".weight")
-        w = bf16_value(w_bits)
+        w = source_values(ck, prefix)
         rows, cols = w.shape
         if fmt == "int4" and cols % 32:
             kept.append(prefix)
@@ -242,6 +261,9 @@ def check_case(preset, fmt):
     others = [n for n in ck.weight_map if not any(n.startswith(p + ".weight") for p in mats)
               and not n.startswith(f"model.layers.{cfg['num_hidden_layers']}.")]
     changed = [n for n in others if n not in tensors or not np.array_equal(dataset(n)[()], ck.raw(n))]
+    if fmt != "fp8":  # from fp8: the int8 groups carry their own scales
+        left = [n for n in tensors if n.endswith("_scale_inv") and any(n.startswith(p + ".weight") for p in mats)]
+        f.check(not left, f"{preset} {fmt}: scale_inv of quantized matrices left in the model: {left[:3]}")
     f.check(not changed, f"{preset} {fmt}: non-linear tensors changed: {changed[:5]}")
     main = [n for n in tensors if not n.startswith(f"model.layers.{cfg['num_hidden_layers']}.")]
     f.check(set(main) == quantized_names | set(others), f"{preset} {fmt}: unexpected datasets "
@@ -250,11 +272,10 @@ def check_case(preset, fmt):
         h.close()
 
     p = run([T, "inspect", out, "--verify"], check=False)
-    f.check(p.returncode == 0 and f"{fmt} weights (quantized from bf16" in p.stdout and "quantization error" in p.stdout,
+    f.check(p.returncode == 0 and f"{fmt} weights (quantized from {source}" in p.stdout and "quantization error" in p.stdout,
             f"{preset} {fmt}: inspect --verify: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
 
 
 for case in args.cases.split(","):
-    preset, fmt = case.split(":")
-    check_case(preset, fmt)
+    check_case(*case.split(":"))
 f.finish()

@@ -121,9 +121,12 @@ BOOST_AUTO_TEST_CASE(config_manifest_matches_the_checkpoint_sizes) {
 }
 
 BOOST_AUTO_TEST_CASE(quantize_makes_every_linear_that_format) {
-  ModelConfig cfg = real("kimi-k2-instruct.json");  // FP8: --quantize refuses it
-  BOOST_CHECK_EXCEPTION(quantized_config(cfg, WeightFormat::int8_group), InputError,
-                        says("--quantize applies to a bf16 checkpoint; this config is fp8"));
+  ModelConfig cfg = real("kimi-k2-instruct.json");  // FP8: --quantize int8 only
+  BOOST_CHECK_EXCEPTION(quantized_config(cfg, WeightFormat::int4_group), InputError,
+                        says("--quantize int4: an fp8 checkpoint is quantized to int8 only"));
+  const ModelConfig from_fp8 = quantized_config(cfg, WeightFormat::int8_group);
+  BOOST_TEST((from_fp8.requantized_from == WeightFormat::fp8_block));
+  BOOST_TEST(model_cost(from_fp8, manifest_from_config(from_fp8), Activations::int8).lm_head.kernel == "int8/int8");
   cfg.weight_format = WeightFormat::bf16;
   const ModelConfig q = quantized_config(cfg, WeightFormat::int8_group);
   const ModelCost c = model_cost(q, manifest_from_config(q), Activations::int8);

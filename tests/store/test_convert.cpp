@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <thread>
 #include <sstream>
 
@@ -362,6 +363,23 @@ void finite_bf16(std::vector<StTensor>& v) {
   }
 }
 
+// Random fp8 checkpoint bytes made finite: bf16 as above, no e4m3 NaN code
+// (0x7f, 0xff: to +-448), and every F32 (the block scales) a power of two in
+// [2^-12, 2^3] chosen by its bytes.
+void finite_fp8(std::vector<StTensor>& v) {
+  finite_bf16(v);
+  for (StTensor& t : v) {
+    if (t.dtype == "F8_E4M3")
+      for (auto& b : t.data)
+        if ((b & 0x7f) == 0x7f) b = uint8_t(b & 0xfe);
+    if (t.dtype == "F32")
+      for (size_t i = 0; i + 3 < t.data.size(); i += 4) {
+        const float x = std::ldexp(1.0f, int(t.data[i]) % 16 - 12);
+        std::memcpy(&t.data[i], &x, 4);
+      }
+  }
+}
+
 ConvertReport convert_quantized(const std::string& in, const std::string& out, WeightFormat f) {
   ConvertOptions o{in, out, 4, false, nullptr};
   o.quantize = f;
@@ -495,11 +513,75 @@ BOOST_AUTO_TEST_CASE(quantize_round_trips) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(quantize_needs_bf16) {
+// A native fp8 checkpoint (DeepSeek-V3's format) to int8: every fp8 matrix
+// and the bf16 lm_head become int8 groups, the scale_inv tensors go, the MTP
+// layer and everything not a linear layer stay as they were; each int8
+// weight is within half its group's scale of the fp8 value (code x block
+// scale) it came from. tests/e2e/test_quantize.py checks the bytes against numpy.
+BOOST_AUTO_TEST_CASE(quantize_fp8_to_int8) {
+  TempDir tmp;
+  const auto src = write_synthetic_checkpoint(tmp / "hf", tiny_config("fp8", 1), {.mtp = true, .mutate = finite_fp8});
+  const ConvertReport r = convert_quantized(tmp / "hf", tmp / "model", WeightFormat::int8_group);
+  BOOST_REQUIRE(r.quantization.has_value());
+  auto store = ModelStore::open(tmp / "model");
+  const Manifest& m = store->manifest();
+  BOOST_TEST((m.weight_format == WeightFormat::int8_group));
+  BOOST_TEST(m.quantized_from == "fp8");
+  BOOST_TEST((store->config().requantized && store->config().requantized_from == WeightFormat::fp8_block));
+  std::map<std::string, const StTensor*> by_name;
+  for (const StTensor& t : src) by_name[t.name] = &t;
+  int quantized = 0;
+  for (const StTensor& t : src) {
+    const bool mtp = t.name.rfind("model.layers.3.", 0) == 0;
+    const bool linear = !mtp && (t.name.find("_proj") != std::string::npos || t.name == "lm_head.weight");
+    if (linear && t.name.ends_with("_scale_inv")) {
+      BOOST_TEST(!store->has(t.name), t.name);  // int8 groups carry their own scales
+      continue;
+    }
+    if (linear) {
+      BOOST_TEST((store->has(t.name) && m.find_tensor(t.name)->dtype == DType::I8), t.name);
+      BOOST_TEST(store->has(t.name + "_scale"), t.name);
+      ++quantized;
+      continue;
+    }
+    BOOST_REQUIRE_MESSAGE(store->has(t.name), t.name);  // verbatim, MTP's fp8 matrices and scales too
+    const TensorView v = store->tensor(t.name);
+    BOOST_TEST((v.nbytes == t.data.size() && std::memcmp(v.data, t.data.data(), v.nbytes) == 0), t.name);
+  }
+  BOOST_TEST(quantized == 15 + 3 + 6 + 60 + 1);
+  // One matrix by hand: w = code x scale_inv of its 128x128 block; |w - q s| <= s / 2.
+  const std::string name = "model.layers.1.mlp.experts.3.up_proj.weight";
+  const StTensor& w8 = *by_name.at(name);
+  const StTensor& sinv = *by_name.at(name + "_scale_inv");
+  const TensorView q = store->tensor(name), qs = store->tensor(name + "_scale");
+  const int64_t rows = w8.shape[0], cols = w8.shape[1], groups = (cols + 31) / 32, cb = (cols + 127) / 128;
+  double worst = 0;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t c = 0; c < cols; ++c) {
+      float block_scale;
+      std::memcpy(&block_scale, &sinv.data[size_t(((i / 128) * cb + c / 128) * 4)], 4);
+      const double w = double(fp8e4m3_to_f32(uint8_t(w8.data[size_t(i * cols + c)]))) * double(block_scale);
+      const double s = bf16_to_f32(reinterpret_cast<const uint16_t*>(qs.data)[i * groups + c / 32]);
+      const double d = double(reinterpret_cast<const int8_t*>(q.data)[i * cols + c]) * s;
+      BOOST_REQUIRE(std::fabs(w - d) <= s / 2);
+      worst = std::max(worst, std::fabs(w - d));
+    }
+  BOOST_TEST(worst > 0);
+  const QuantizationReport& rep = *r.quantization;
+  BOOST_TEST((rep.from == WeightFormat::fp8_block));
+  BOOST_TEST(rep.roles.at(LinearRole::routed_experts).matrices == 60);
+  BOOST_TEST(rep.roles.at(LinearRole::lm_head).matrices == 1);
+  BOOST_TEST((rep.overall.rel_rms() > 0 && rep.overall.rel_rms() < 1.0 / 127));
+  const auto cfg = nlohmann::json::parse(read_bytes(tmp / "model/config.json"));
+  BOOST_TEST(cfg["quantization_config"]["quant_method"] == "trillion");
+  BOOST_TEST(cfg["quantization_config"]["quantized_from"] == "fp8");
+}
+
+BOOST_AUTO_TEST_CASE(quantize_refusals) {
   TempDir tmp;
   write_synthetic_checkpoint(tmp / "hf", tiny_config("fp8"), {});
-  expect_error<InputError>([&] { convert_quantized(tmp / "hf", tmp / "model", WeightFormat::int8_group); },
-                           {"--quantize int8 needs a bf16 checkpoint", "fp8", tmp / "hf/config.json"});
+  expect_error<InputError>([&] { convert_quantized(tmp / "hf", tmp / "model", WeightFormat::int4_group); },
+                           {"--quantize int4", "an fp8 checkpoint is quantized to int8 only", tmp / "hf/config.json"});
   BOOST_TEST(!fs::exists(tmp / "model"));
   ConvertOptions o{tmp / "hf", tmp / "model", 4, false, nullptr};
   o.quantize = WeightFormat::bf16;

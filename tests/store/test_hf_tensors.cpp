@@ -247,6 +247,10 @@ BOOST_AUTO_TEST_CASE(requantized_tables) {
   BOOST_TEST(to_string(m.at("model.layers.5.self_attn.o_proj.weight").linear) == std::string("attention"));
   BOOST_TEST(to_string(m.at("model.layers.5.mlp.gate.weight").linear) == std::string("none"));
   BOOST_TEST(to_string(m.at("model.embed_tokens.weight").linear) == std::string("none"));
+  c["quantization_config"]["quantized_from"] = "fp8";  // convert --quantize int8 of DeepSeek-V3's own weights
+  BOOST_TEST((ModelConfig::from_json(c, "config.json").requantized_from == WeightFormat::fp8_block));
+  BOOST_TEST(expected_hf_tensors(ModelConfig::from_json(c, "config.json")).size() == expected_hf_tensors(cfg).size());
+  c["quantization_config"]["quantized_from"] = "bf16";
 
   c["quantization_config"]["weight_format"] = "int4";
   m = by_name(expected_hf_tensors(ModelConfig::from_json(c, "config.json")));
@@ -269,7 +273,9 @@ BOOST_AUTO_TEST_CASE(requantized_tables) {
   m = by_name(expected_hf_tensors(ModelConfig::from_json(c, "config.json")));
   check(m, "model.layers.0.self_attn.o_proj.weight", {7168, 100}, DType::BF16);
   // Bad blocks are config errors naming the field.
-  for (auto [key, value] : {std::pair<std::string, std::string>{"quantized_from", "fp8"}, {"weight_format", "int2"}}) {
+  for (auto [key, value] : {std::pair<std::string, std::string>{"quantized_from", "fp8"},  // fp8 goes to int8 only
+                            {"quantized_from", "int8"},
+                            {"weight_format", "int2"}}) {
     nlohmann::json bad = c;
     bad["quantization_config"][key] = value;
     BOOST_CHECK_EXCEPTION(ModelConfig::from_json(bad, "config.json"), ConfigError, [&](const ConfigError& e) {
