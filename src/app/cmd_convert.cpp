@@ -54,10 +54,11 @@ int run_convert(const Args& args) {
     print_quantization(std::cout, *r.quantization);
     std::cout << "  (written to " << o.output_dir << "/quantization.json)\n";
     std::fprintf(stderr,
-                 "trillion convert: %lld tensors, %.2f GB bf16 read, %.2f GB %s written in %lld shards, %.1f s "
+                 "trillion convert: %lld tensors, %.2f GB %s read, %.2f GB %s written in %lld shards, %.1f s "
                  "(%.0f MB/s read) -> %s\n",
-                 (long long)r.tensors, double(r.input_bytes) / 1e9, double(r.bytes) / 1e9,
-                 to_string(r.quantization->format), (long long)r.shards, r.seconds, mbps, o.output_dir.c_str());
+                 (long long)r.tensors, double(r.input_bytes) / 1e9, to_string(r.quantization->from),
+                 double(r.bytes) / 1e9, to_string(r.quantization->format), (long long)r.shards, r.seconds, mbps,
+                 o.output_dir.c_str());
   } else {
     std::fprintf(stderr, "trillion convert: %lld tensors, %.2f GB in %lld shards, %.1f s (%.0f MB/s) -> %s\n",
                  (long long)r.tensors, double(r.bytes) / 1e9, (long long)r.shards, r.seconds, mbps,
