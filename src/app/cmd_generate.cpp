@@ -76,7 +76,7 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
           // From the process's start (before MPI_Init) to its first step's
           // submission (the warm-up's, with one): loading, mapping, allocating.
           {"start_to_first_step",
-           st.first_submitted == std::chrono::steady_clock::time_point{} ? 0.0 : cluster.seconds_until(st.first_submitted)},
+           st.first_submitted ? cluster.seconds_until(*st.first_submitted) : 0.0},
           {"warmup", st.warmup_seconds}}},
         {"first_step_rows", st.first_step_rows},
         {"tokens_per_second",

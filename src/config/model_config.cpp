@@ -27,16 +27,20 @@ WeightFormat weight_format_from_string(const std::string& s) {
   throw ConfigError("unknown weight format '" + s + "' (expected bf16, fp8, int4 or int8)");
 }
 
-std::string quantization_refused(const ModelConfig& cfg, WeightFormat to) {
+std::string quantization_path_refused(WeightFormat from, WeightFormat to) {
   if (to == WeightFormat::bf16) return "--quantize must be int8, int4 or fp8";
-  if (cfg.requantized)
+  if (from == WeightFormat::bf16) return "";
+  if (from == WeightFormat::fp8_block && to == WeightFormat::int8_group) return "";
+  if (from == WeightFormat::fp8_block)
+    return std::string("an fp8 checkpoint is quantized to int8 only, not ") + to_string(to);
+  return std::string("--quantize needs a bf16 or fp8 checkpoint; this one is ") + to_string(from);
+}
+
+std::string quantization_refused(const ModelConfig& cfg, WeightFormat to) {
+  if (cfg.requantized && to != WeightFormat::bf16)
     return std::string("the weights were already quantized to ") + to_string(cfg.weight_format) +
            " by trillion convert --quantize";
-  if (cfg.weight_format == WeightFormat::bf16) return "";
-  if (cfg.weight_format == WeightFormat::fp8_block && to == WeightFormat::int8_group) return "";
-  if (cfg.weight_format == WeightFormat::fp8_block)
-    return std::string("an fp8 checkpoint is quantized to int8 only, not ") + to_string(to);
-  return std::string("--quantize needs a bf16 or fp8 checkpoint; this one is ") + to_string(cfg.weight_format);
+  return quantization_path_refused(cfg.weight_format, to);
 }
 
 namespace {
@@ -127,9 +131,9 @@ WeightFormat parse_quantization(const json& j, const std::string& source, bool* 
     if (fmt != "int8" && fmt != "int4" && fmt != "fp8")
       throw ConfigError(source + ": quantization_config.weight_format must be int8, int4 or fp8, got \"" + fmt +
                         "\"");
-    if (from == "fp8" && fmt != "int8")
-      throw ConfigError(source + ": quantization_config.quantized_from is fp8, which trillion quantizes to int8 only, not " +
-                        fmt);
+    if (const std::string why = quantization_path_refused(weight_format_from_string(from), weight_format_from_string(fmt));
+        !why.empty())
+      throw ConfigError(source + ": quantization_config (quantized_from " + from + ", weight_format " + fmt + "): " + why);
     *requantized = true;
     *requantized_from = weight_format_from_string(from);
     return weight_format_from_string(fmt);

@@ -90,5 +90,9 @@ struct ModelConfig {
 // or fp8; a native fp8 one (DeepSeek-V3's) into int8, each weight's exact
 // value (e4m3 code x block scale) quantized by the int8 rule.
 std::string quantization_refused(const ModelConfig& cfg, WeightFormat to);
+// The rule on formats alone (which source formats quantize to which), shared
+// by quantization_refused and the parsers of configs and manifests that
+// record a quantization already made.
+std::string quantization_path_refused(WeightFormat from, WeightFormat to);
 
 }  // namespace trillion

@@ -7,8 +7,12 @@
 
 namespace trillion {
 
+int64_t KvCache::bytes_of(int64_t row_floats, int64_t layers, int64_t blocks) {
+  return int64_t(sizeof(float)) * row_floats * layers * blocks * kBlockTokens;
+}
+
 int64_t KvCache::pool_bytes(const ModelConfig& cfg, int64_t layers, int64_t blocks) {
-  return int64_t(sizeof(float)) * (cfg.kv_lora_rank + cfg.qk_rope_head_dim) * layers * blocks * kBlockTokens;
+  return bytes_of(cfg.kv_lora_rank + cfg.qk_rope_head_dim, layers, blocks);
 }
 
 KvCache::KvCache(const ModelConfig& cfg, const LayerRange& range, int32_t slots, int32_t max_len,
@@ -32,9 +36,7 @@ KvCache::KvCache(const ModelConfig& cfg, const LayerRange& range, int32_t slots,
   k_pe_ = c_kv_ + c_kv_floats;
 }
 
-int64_t KvCache::bytes() const {
-  return int64_t(size_t(layers_) * size_t(blocks_) * size_t(kBlockTokens) * size_t(kv_lora_ + rope_) * sizeof(float));
-}
+int64_t KvCache::bytes() const { return bytes_of(kv_lora_ + rope_, layers_, blocks_); }
 
 void KvCache::unref(int32_t block) {
   if (--refs_[size_t(block)] == 0) free_.push_back(block);

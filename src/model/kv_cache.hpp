@@ -80,6 +80,8 @@ class KvCache {
   const float* k_pe_block(int32_t slot, int64_t layer, int32_t pos) const;
 
  private:
+  // The pool's size: rows of row_floats floats, kBlockTokens per block and layer.
+  static int64_t bytes_of(int64_t row_floats, int64_t layers, int64_t blocks);
   size_t block_index(int32_t slot, int64_t layer, int32_t pos) const;  // (layer, block) in blocks
   void apply(const KvPrefixOp& op);
   void unref(int32_t block);

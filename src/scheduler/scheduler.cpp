@@ -266,7 +266,7 @@ bool Scheduler::run(const std::vector<const GenerateRequest*>& requests,
     }
     g.rows = in.batch.size();
     g.submitted = std::chrono::steady_clock::now();
-    if (stats_.first_submitted == std::chrono::steady_clock::time_point{}) stats_.first_submitted = g.submitted;
+    if (!stats_.first_submitted) stats_.first_submitted = g.submitted;
     runner_.submit(ticket, in);
     g.in_flight = true;
     ++in_flight;

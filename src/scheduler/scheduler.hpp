@@ -66,8 +66,8 @@ struct SchedulerStats {
   double first_step_seconds = 0;
   int64_t first_step_rows = 0;
   // When the first step (the warm-up's, with one) was submitted: the end of
-  // start-up (unset before).
-  std::chrono::steady_clock::time_point first_submitted{};
+  // start-up (empty before).
+  std::optional<std::chrono::steady_clock::time_point> first_submitted;
   double warmup_seconds = 0;  // warm_up()'s step, not counted in steps or the above
   int64_t warmup_rows = 0;
   int64_t drafted = 0;   // speculative: drafts verified

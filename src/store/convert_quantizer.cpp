@@ -84,16 +84,11 @@ QuantizedMatrix Quantizer::quantize(const PlannedTensor& t) const {
   const int64_t rows = e.shape[0], cols = e.shape[1];
   if (e.dtype == DType::BF16)
     return quantize_matrix(to_, prefix, reinterpret_cast<const uint16_t*>(t.file->data(e)), rows, cols, pool_);
-  // fp8: the block scales, copied out (a safetensors offset need not be 4-byte aligned).
+  // fp8: the block scales beside it.
   const auto it = scales_.find(prefix + kScaleInv);
   if (it == scales_.end()) throw FormatError("tensor '" + e.name + "': no " + prefix + kScaleInv + " beside it");
   const SafetensorsEntry& s = *it->second->entry;
-  const std::vector<int64_t> want{(rows + 127) / 128, (cols + 127) / 128};
-  if (s.dtype != DType::F32 || s.shape != want)
-    throw FormatError("tensor '" + s.name + "': expected F32 " + shape_string(want) + ", got " +
-                      dtype_name(s.dtype) + " " + shape_string(s.shape));
-  std::vector<float> scale(size_t(want[0] * want[1]));
-  std::memcpy(scale.data(), it->second->file->data(s), scale.size() * sizeof(float));
+  const std::vector<float> scale = fp8_block_scales(prefix, s.dtype, s.shape, it->second->file->data(s), rows, cols);
   return requantize_fp8_to_int8(prefix, reinterpret_cast<const uint8_t*>(t.file->data(e)), scale.data(), rows, cols,
                                 pool_);
 }

@@ -58,13 +58,11 @@ const QuantizedMatrix& Int8FromFp8Source::requantized(const std::string& prefix)
                  quantize_matrix(WeightFormat::int8_group, prefix, w.as<uint16_t>(), w.shape[0], w.shape[1], pool_));
   }
   const TensorView s = inner_.tensor(prefix + ".weight_scale_inv");
-  if (w.dtype != DType::F8_E4M3 || w.shape.size() != 2 || s.dtype != DType::F32 || s.shape.size() != 2)
+  if (w.dtype != DType::F8_E4M3 || w.shape.size() != 2)
     throw FormatError("tensor '" + prefix + ".weight': expected F8_E4M3 [rows, cols] with F32 weight_scale_inv");
   const int64_t rows = w.shape[0], cols = w.shape[1];
-  if (s.shape[0] != (rows + 127) / 128 || s.shape[1] != (cols + 127) / 128)
-    throw FormatError("tensor '" + prefix + ".weight_scale_inv': shape does not cover [" + std::to_string(rows) +
-                      ", " + std::to_string(cols) + "] in 128x128 blocks");
-  return place(prefix, requantize_fp8_to_int8(prefix, w.as<uint8_t>(), s.as<float>(), rows, cols, pool_));
+  const std::vector<float> scale = fp8_block_scales(prefix, s.dtype, s.shape, s.data, rows, cols);
+  return place(prefix, requantize_fp8_to_int8(prefix, w.as<uint8_t>(), scale.data(), rows, cols, pool_));
 }
 
 const QuantizedMatrix& Int8FromFp8Source::place(const std::string& prefix, QuantizedMatrix q) {

@@ -163,9 +163,11 @@ Manifest Manifest::from_json(const json& j, const std::string& source) {
     m.quantized_from = top.str("quantized_from");
     if (m.quantized_from != "bf16" && m.quantized_from != "fp8")
       top.fail("quantized_from", "must be \"bf16\" or \"fp8\" (the formats trillion quantizes from)");
-    if (m.quantized_from == "fp8" && m.weight_format != WeightFormat::int8_group)
-      top.fail("quantized_from", "is fp8 but weight_format is not int8 (fp8 is quantized to int8 only)");
-    if (m.weight_format == WeightFormat::bf16) top.fail("quantized_from", "is set but weight_format is bf16");
+    if (const std::string why =
+            quantization_path_refused(weight_format_from_string(m.quantized_from), m.weight_format);
+        !why.empty())
+      top.fail("quantized_from", "is " + m.quantized_from + " with weight_format " + to_string(m.weight_format) + ": " +
+                                     why);
   }
   if (auto s = j.find("source"); s != j.end() && s->is_object() && s->contains("path") && (*s)["path"].is_string())
     m.source_path = (*s)["path"].get<std::string>();

@@ -315,6 +315,18 @@ QuantizedMatrix quantize_matrix(WeightFormat format, const std::string& prefix, 
   return q;
 }
 
+std::vector<float> fp8_block_scales(const std::string& prefix, DType dtype, const std::vector<int64_t>& shape,
+                                    const void* data, int64_t rows, int64_t cols) {
+  const std::vector<int64_t> want{ceil_div(rows, kBlock), ceil_div(cols, kBlock)};
+  if (dtype != DType::F32 || shape != want)
+    throw FormatError("tensor '" + prefix + ".weight_scale_inv': expected F32 " + shape_string(want) + " (the 128x128 "
+                      "blocks of [" + std::to_string(rows) + ", " + std::to_string(cols) + "]), got " +
+                      dtype_name(dtype) + " " + shape_string(shape));
+  std::vector<float> scale(size_t(want[0] * want[1]));
+  std::memcpy(scale.data(), data, scale.size() * sizeof(float));
+  return scale;
+}
+
 QuantizedMatrix requantize_fp8_to_int8(const std::string& prefix, const uint8_t* codes, const float* scale_inv,
                                        int64_t rows, int64_t cols, ThreadPool* pool) {
   if (rows <= 0 || cols <= 0) throw FormatError("tensor '" + prefix + ".weight': empty matrix, nothing to quantize");

@@ -73,6 +73,13 @@ QuantizedMatrix quantize_matrix(WeightFormat format, const std::string& prefix, 
 QuantizedMatrix requantize_fp8_to_int8(const std::string& prefix, const uint8_t* codes, const float* scale_inv,
                                        int64_t rows, int64_t cols, ThreadPool* pool);
 
+// The weight_scale_inv of FP8 matrix `prefix` [rows, cols], checked (F32,
+// [ceil(rows/128), ceil(cols/128)]) and copied out of `data` (a safetensors
+// offset need not be 4-byte aligned): what requantize_fp8_to_int8 reads, for
+// convert's quantizer and the run-time int8 copy alike.
+std::vector<float> fp8_block_scales(const std::string& prefix, DType dtype, const std::vector<int64_t>& shape,
+                                    const void* data, int64_t rows, int64_t cols);
+
 // The scalar rules (exposed for tests).
 uint16_t bf16_round_up(double x);   // the smallest bf16 >= x (x >= 0, finite)
 uint8_t f32_to_e4m3(float x);       // round to nearest even, saturating at +-448, NaN -> 0x7f|sign

@@ -186,6 +186,16 @@ BOOST_AUTO_TEST_CASE(bad_manifests) {
   m.edit_manifest([](nlohmann::json& j) { j["weight_format"] = "bf16"; });
   expect_error<FormatError>([&] { ModelStore::open(m.dir); }, {mf, "weight_format"});
   restore();
+  // A recorded quantization the converter would refuse (the rule of quantization_path_refused).
+  m.edit_manifest([](nlohmann::json& j) {
+    j["weight_format"] = "int4";
+    j["quantized_from"] = "fp8";
+  });
+  expect_error<FormatError>([&] { ModelStore::open(m.dir); }, {mf, "quantized_from", "int8 only, not int4"});
+  restore();
+  m.edit_manifest([](nlohmann::json& j) { j["quantized_from"] = "int8"; });
+  expect_error<FormatError>([&] { ModelStore::open(m.dir); }, {mf, "quantized_from", "\"bf16\" or \"fp8\""});
+  restore();
   m.edit_manifest([](nlohmann::json& j) { j["shards"][0]["file"] = "../escape.h5"; });
   expect_error<FormatError>([&] { ModelStore::open(m.dir); }, {mf, "file"});
   restore();
