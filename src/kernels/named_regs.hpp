@@ -8,15 +8,16 @@
 namespace trillion {
 namespace {
 
-// Up to 16 vectors of type V (a vector type without attributes the
+// Up to 24 vectors of type V (a vector type without attributes the
 // template argument would drop: a plain vector_size type on x86, whose
 // __m256 carries may_alias), chosen by a constant index.
 template <class V>
 struct NamedRegs {
   V r0{}, r1{}, r2{}, r3{}, r4{}, r5{}, r6{}, r7{}, r8{}, r9{}, r10{}, r11{}, r12{}, r13{}, r14{}, r15{};
+  V r16{}, r17{}, r18{}, r19{}, r20{}, r21{}, r22{}, r23{};
   template <int k>
   V& at() {
-    static_assert(k >= 0 && k < 16);
+    static_assert(k >= 0 && k < 24);
     if constexpr (k == 0) return r0;
     else if constexpr (k == 1) return r1;
     else if constexpr (k == 2) return r2;
@@ -32,7 +33,15 @@ struct NamedRegs {
     else if constexpr (k == 12) return r12;
     else if constexpr (k == 13) return r13;
     else if constexpr (k == 14) return r14;
-    else return r15;
+    else if constexpr (k == 15) return r15;
+    else if constexpr (k == 16) return r16;
+    else if constexpr (k == 17) return r17;
+    else if constexpr (k == 18) return r18;
+    else if constexpr (k == 19) return r19;
+    else if constexpr (k == 20) return r20;
+    else if constexpr (k == 21) return r21;
+    else if constexpr (k == 22) return r22;
+    else return r23;
   }
 };
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "common/thread_pool.hpp"
 #include "kernel_checks.hpp"
@@ -212,27 +213,31 @@ void check_products(Checker& check, KernelIsa isa, const MatmulShape& c) {
 // output is an exact small integer sum: row r, column c holds -128 where
 // (r + c) % 3 != 0, else 127; x[c] = +127 for even c, -127 for odd c.
 void check_int8_extremes(Checker& check, KernelIsa isa) {
-  const int64_t rows = 9, cols = 96, n = 3;
-  RandomMatrix W(MatFormat::INT8_G32, rows, cols, 5);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) W.data[size_t(r * cols + c)] = uint8_t(int8_t((r + c) % 3 ? -128 : 127));
-  const uint16_t one = 0x3F80;  // bf16 1.0
-  for (size_t i = 0; i + 1 < W.scale.size(); i += 2) std::memcpy(&W.scale[i], &one, 2);
-  std::vector<float> x(size_t(n * cols));
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t c = 0; c < cols; ++c) x[size_t(t * cols + c)] = float((c + t) % 2 ? -127 : 127);
-  Q8Rows q;
-  quantize_with(kernel_table(isa), x.data(), n, cols, q);
-  std::vector<float> y(size_t(n * rows));
-  kernel_table(isa).matmul_q8_rows(W.view(), q, y.data(), rows, 0, rows);
-  bool ok = true;
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t want = 0;
-      for (int64_t c = 0; c < cols; ++c) want += int64_t((r + c) % 3 ? -128 : 127) * ((c + t) % 2 ? -127 : 127);
-      ok = ok && y[size_t(t * rows + r)] == float(want);
-    }
-  check(ok, std::string("int8 weights -128 / 127 against activations +-127 [") + to_string(isa) + "]");
+  // 9 rows x 3 tokens: the 4-row tiles; 21 x 6: a 16-row AVX-512 panel too.
+  for (auto [rows, n] : {std::pair<int64_t, int64_t>{9, 3}, {21, 6}}) {
+    const int64_t cols = 96;
+    RandomMatrix W(MatFormat::INT8_G32, rows, cols, 5);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) W.data[size_t(r * cols + c)] = uint8_t(int8_t((r + c) % 3 ? -128 : 127));
+    const uint16_t one = 0x3F80;  // bf16 1.0
+    for (size_t i = 0; i + 1 < W.scale.size(); i += 2) std::memcpy(&W.scale[i], &one, 2);
+    std::vector<float> x(size_t(n * cols));
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t c = 0; c < cols; ++c) x[size_t(t * cols + c)] = float((c + t) % 2 ? -127 : 127);
+    Q8Rows q;
+    quantize_with(kernel_table(isa), x.data(), n, cols, q);
+    std::vector<float> y(size_t(n * rows));
+    kernel_table(isa).matmul_q8_rows(W.view(), q, y.data(), rows, 0, rows);
+    bool ok = true;
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t want = 0;
+        for (int64_t c = 0; c < cols; ++c) want += int64_t((r + c) % 3 ? -128 : 127) * ((c + t) % 2 ? -127 : 127);
+        ok = ok && y[size_t(t * rows + r)] == float(want);
+      }
+    check(ok, std::string("int8 weights -128 / 127 against activations +-127 [") + to_string(isa) + " " +
+                  std::to_string(rows) + " rows, n=" + std::to_string(n) + "]");
+  }
 }
 
 // Gathered quantized rows (several rows, repeats, any order) are the
@@ -286,8 +291,8 @@ void check_threads(Checker& check) {
   }
 }
 
-// The large-batch tiles' edges (x86/matmul_q8_gemm_avx2.cpp and the NEON
-// tiles): every n from 1 to 70 (token pairs, a lone last token), odd row
+// The large-batch tiles' edges (x86/matmul_q8_gemm_avx2.cpp, the AVX-512
+// panels and the NEON tiles): every n from 1 to 70 (token pairs, a lone last token), odd row
 // counts (4-row tiles and their remainder), group counts around the 8-group
 // blocks of scale products with a partial last group (INT8) and a lone last
 // group (INT4). Each output bit for bit the portable definition's, and the
@@ -296,7 +301,11 @@ void check_tile_edges(Checker& check, KernelIsa isa) {
   const KernelTable& k = kernel_table(isa);
   const std::vector<MatmulShape> shapes = {{MatFormat::INT8_G32, 13, 7 * 32 + 5}, {MatFormat::INT8_G32, 7, 9 * 32},
                                            {MatFormat::INT8_G32, 37, 17 * 32 - 1}, {MatFormat::INT4_G32, 13, 9 * 32},
-                                           {MatFormat::INT4_G32, 5, 16 * 32},      {MatFormat::INT4_G32, 21, 17 * 32}};
+                                           {MatFormat::INT4_G32, 5, 16 * 32},      {MatFormat::INT4_G32, 21, 17 * 32},
+                                           // AVX-512's 16-row panels (x86/matmul_q8_panels_avx512.cpp): three
+                                           // panels (a partial last group), two and a remainder of 3 rows (a lone
+                                           // last INT4 group), tokens past one 64-token block.
+                                           {MatFormat::INT8_G32, 48, 9 * 32 + 7},  {MatFormat::INT4_G32, 35, 15 * 32}};
   const int64_t most = 70;
   for (size_t i = 0; i < shapes.size(); ++i) {
     const MatmulShape& c = shapes[i];
@@ -313,8 +322,8 @@ void check_tile_edges(Checker& check, KernelIsa isa) {
     }
     check(same_bits(alone.data(), want.data(), want.size()),
           "one token at a time vs portable" + where(isa, c.format, c.rows, c.cols, 1));
-    // Every n for the first shape of each format, a spread of n for the others.
-    const bool every = i == 0 || i == 3;
+    // Every n for the first shape of each format and the panels', a spread of n for the others.
+    const bool every = i == 0 || i == 3 || i >= 6;
     for (int64_t n = 1; n <= most; n += every || n < 10 ? 1 : 7) {
       Q8Rows part;
       quantize_with(k, x.data(), n, c.cols, part, c.format);
