@@ -11,7 +11,13 @@ and this prints, over every next-token distribution,
 Goals (issue: integer kernels): mean KL <= 0.01 nats, top-1 >= 97%.
 
     /usr/bin/python3 bench/quality.py [--build build] [--model DIR | --preset small --format int4 | --quantize int8]
-        [--text FILE] [--seqs 8] [--len 128] [--json out.json]
+        [--versus DIR] [--text FILE | --token-ids JSONL] [--seqs 8] [--len 128] [--json out.json]
+
+--versus DIR runs the int8 side on another model directory: `convert
+--quantize int8` of --model (an FP8 model quantized to int8 on disk, against
+the FP8 weights on the exact path) rather than the same weights' run-time
+int8 copy. --token-ids takes the sequences from a JSONL file of
+{"token_ids": [...]} lines (models/kjv/heldout.jsonl), each cut to --len.
 
 With --text and a model that has a tokenizer, the sequences are that text's
 tokens (held-out text); otherwise random token ids (on a model with random
@@ -37,7 +43,9 @@ ap.add_argument("--model", help="a converted model directory (default: a synthet
 ap.add_argument("--preset", default="small")
 ap.add_argument("--format", default="int4")
 ap.add_argument("--quantize", choices=("int8", "int4"), help="requantize a bf16 checkpoint of --preset")
+ap.add_argument("--versus", help="score the int8 path on this model directory instead of --model")
 ap.add_argument("--text", help="held-out text to score (needs the model's tokenizer)")
+ap.add_argument("--token-ids", help="JSONL of {\"token_ids\": [...]} sequences to score")
 ap.add_argument("--seqs", type=int, default=8)
 ap.add_argument("--len", type=int, default=128)
 ap.add_argument("--threads", type=int, default=2)
@@ -73,7 +81,11 @@ vocab = json.load(open(os.path.join(model, "config.json")))["vocab_size"]
 case = os.path.join(work, "quality")
 shutil.rmtree(case, ignore_errors=True)
 os.makedirs(case)
-if args.text:
+if args.token_ids:
+    seqs = [json.loads(line)["token_ids"][:args.len] for line in open(args.token_ids) if line.strip()][:args.seqs]
+    seqs = [s for s in seqs if len(s) > 1]
+    source = f"{args.token_ids}: {sum(map(len, seqs))} tokens"
+elif args.text:
     text = open(args.text, encoding="utf-8").read()
     ids = json.loads(sh([trillion, "tokenize", "--model", model], stdin=json.dumps({"text": text}) + "\n"))["ids"]
     seqs = [ids[i:i + args.len] for i in range(0, len(ids) - 1, args.len)][:args.seqs]
@@ -89,7 +101,8 @@ with open(os.path.join(case, "in.jsonl"), "w") as f:
 
 logits = {}
 for path in ("f32", "int8"):
-    sh([trillion, "score", "--model", model, "--input", os.path.join(case, "in.jsonl"),
+    sh([trillion, "score", "--model", args.versus if path == "int8" and args.versus else model,
+        "--input", os.path.join(case, "in.jsonl"),
         "--output", os.path.join(case, f"{path}.jsonl"), "--logits-out", os.path.join(case, path),
         "--activations", path, "--threads", args.threads, "--restart"])
     logits[path] = [np.load(os.path.join(case, path, f"s{i}.npy")).astype(np.float64) for i in range(len(seqs))]
@@ -110,11 +123,11 @@ for i, s in enumerate(seqs):
         nll[p].extend(-lp[p][np.arange(len(s) - 1), s[1:]])
 kl = np.array(kl)
 ppl = {p: float(np.exp(np.mean(v))) for p, v in nll.items()}
-fig = {"model": model, "source": source, "positions": int(kl.size),
+fig = {"model": model, "versus": args.versus, "source": source, "positions": int(kl.size),
        "kl_mean": float(kl.mean()), "kl_p99": float(np.percentile(kl, 99)), "kl_max": float(kl.max()),
        "top1_agreement": float(np.mean(agree)), "ppl_f32": ppl["f32"], "ppl_int8": ppl["int8"],
        "ppl_ratio": ppl["int8"] / ppl["f32"]}
-print(f"model {model} ({source})")
+print(f"model {model}" + (f", int8 path on {args.versus}" if args.versus else "") + f" ({source})")
 print(f"{'positions':>10} {'KL mean':>10} {'KL p99':>10} {'KL max':>10} {'top-1':>8} {'ppl f32':>10} {'ppl int8':>10} {'ratio':>8}")
 print(f"{fig['positions']:>10} {fig['kl_mean']:>10.2e} {fig['kl_p99']:>10.2e} {fig['kl_max']:>10.2e} "
       f"{100 * fig['top1_agreement']:>7.2f}% {fig['ppl_f32']:>10.3f} {fig['ppl_int8']:>10.3f} {fig['ppl_ratio']:>8.5f}")
