@@ -18,12 +18,7 @@
 // tile and edge with the loops over dot and axpy bit for bit.
 //
 // Built with AVX-512 flags; runs only after the CPUID check (cpu_has_avx512_vnni).
-#if defined(__GNUC__) && !defined(__clang__)
-// GCC 12 reads the "undefined" source of its own extract intrinsics as
-// possibly uninitialized; every value here is set before use.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
+#include "kernels/x86/avx512_intrinsics.hpp"  // first: <immintrin.h>, GCC 12's warnings from it silenced
 
 #include <algorithm>
 #include <cmath>

@@ -5,13 +5,8 @@
 // path's range run exp_f32 on each, the last n % 8 a masked step.
 //
 // Built with AVX-512 flags (as matmul_q8_avx512.cpp); runs only after the
-// CPUID check (cpu_has_avx512_vnni). GCC 12's avx512fintrin.h warns from
-// inside its own intrinsics (matmul_q8_avx512.cpp says why): silenced here.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
+// CPUID check (cpu_has_avx512_vnni).
+#include "kernels/x86/avx512_intrinsics.hpp"  // first: <immintrin.h>, GCC 12's warnings from it silenced
 
 #include "kernels/expf.hpp"
 

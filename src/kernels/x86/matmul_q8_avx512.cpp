@@ -21,17 +21,9 @@
 // INT4_G32: the stored nibbles (w + 8) are the unsigned operand, as in the
 // AVX2 tile, less pc = 8 sum q per lane.
 //
-// The only file built with AVX-512 flags; runs only after the CPUID check
-// (cpu_has_avx512_vnni).
-//
-// GCC 12's avx512fintrin.h builds its insert and broadcast intrinsics on an
-// intentionally undefined vector, which -Wmaybe-uninitialized reports from
-// inside the header wherever they are inlined: silenced for this file only.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
+// Built with AVX-512 flags (src/kernels/CMakeLists.txt lists the files);
+// runs only after the CPUID check (cpu_has_avx512_vnni).
+#include "kernels/x86/avx512_intrinsics.hpp"  // first: <immintrin.h>, GCC 12's warnings from it silenced
 
 #include <cstring>
 

@@ -27,13 +27,9 @@
 // ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))), lane-wise across 16
 // rows: the same bits as every other tile (tests/kernels compare them).
 //
-// The only other file built with AVX-512 flags; runs only after the CPUID
-// check (cpu_has_avx512_vnni).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
+// Built with AVX-512 flags (as matmul_q8_avx512.cpp); runs only after the
+// CPUID check (cpu_has_avx512_vnni).
+#include "kernels/x86/avx512_intrinsics.hpp"  // first: <immintrin.h>, GCC 12's warnings from it silenced
 
 #include <algorithm>
 #include <cstring>
