@@ -98,6 +98,9 @@ struct PanelBuffer {
   const __m512i* w() const { return reinterpret_cast<const __m512i*>(lines.data()); }
   std::vector<float> s;    // [groups][16]: the 16 rows' weight scales as floats
 };
+// Kept at its largest size for the thread's life, as `starts` below: per
+// pool thread 16 x cols bytes of weights and scales, and 64 x cols bytes of
+// lane starts (DeepSeek-V3's 18432-column down projection: 0.3 + 1.2 MB).
 PanelBuffer& panel_buffer() {
   thread_local PanelBuffer b;
   return b;
