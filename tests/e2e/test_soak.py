@@ -11,8 +11,9 @@ padding ids are masked) and a chat template, written here.
 
 Memory is read from outside: /proc/<pid>/status VmRSS of every rank (found
 by OMPI_COMM_WORLD_RANK in its environment) about 4 times a second, against
-the number of results written. Bar: after the first 10% of requests, no
-rank's RSS exceeds its value at 10% by more than 10%.
+the number of results written. Bar: from 10% of the requests to the last
+result, no rank's RSS exceeds its value at 10% by more than 10% (the
+teardown after the last result is reported, not judged).
 
     test_soak.py --trillion T --work W --mpiexec mpirun [--requests 10000] [--curve soak.csv] [--plot soak.png]
 
@@ -218,15 +219,23 @@ ids = [t for r in good for t in (r.get("token_ids") or r.get("response", {}).get
                                  .get("choices", [{}])[0].get("token_ids", []))]
 f.check(all(0 <= t < tokenizer_size for t in ids), f"{len(ids)} generated ids, none past the tokenizer")
 
-# The memory bar: from the sample nearest 10% of the results on, per rank.
+# The memory bar: from the sample nearest 10% of the results to the last
+# sample taken while results were still being written, per rank. After the
+# last result every rank grows by 2-3 MiB once: --metrics' final figures
+# enumerate Open MPI's performance variables (MPI_T), which loads every MCA
+# component (without --metrics RSS falls there instead). That is the end of
+# the job, not growth under load, so it is printed and not judged.
 warm = next((i for i, (done, _, _) in enumerate(curve) if done >= len(lines) // 10), None)
-f.check(warm is not None and len(curve) - warm >= 5, f"memory samples after 10%: {len(curve) - (warm or 0)}")
-if warm is not None:
+serving = [i for i, (done, _, _) in enumerate(curve) if warm is not None and i >= warm and done < len(lines)]
+f.check(len(serving) >= 5, f"memory samples between 10% and the last result: {len(serving)}")
+if serving:
     for r in range(args.ranks):
         at10 = curve[warm][2][r]
-        peak = max(s[2][r] for s in curve[warm:])
-        print(f"rank {r}: RSS {at10:.1f} MiB at 10%, max after {peak:.1f} MiB ({peak / at10 - 1:+.1%})", flush=True)
-        f.check(peak <= 1.10 * at10, f"rank {r}: RSS stays within 10% after the first 10% of requests")
+        peak = max(curve[i][2][r] for i in serving)
+        end = curve[-1][2][r]
+        print(f"rank {r}: RSS {at10:.1f} MiB at 10%, max until the last result {peak:.1f} MiB ({peak / at10 - 1:+.1%}), "
+              f"at teardown {end:.1f} MiB", flush=True)
+        f.check(peak <= 1.10 * at10, f"rank {r}: RSS stays within 10% from 10% of the requests to the last result")
 try:
     final = json.load(open(metrics))
     f.check(final.get("final") is True and len(final["per_rank"]) == args.ranks and
