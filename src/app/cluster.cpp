@@ -15,7 +15,7 @@
 #include "common/page_arena.hpp"
 #include "format/mapped_pages.hpp"
 #include "model/kv_pools.hpp"
-#include "config/row_groups.hpp"
+#include "parallel/mode_rules.hpp"
 #include "parallel/run_footprint.hpp"
 #include "platform/page_stats.hpp"
 #include "runtime/mpi_env.hpp"
@@ -60,7 +60,6 @@ void Cluster::set_up() {
   // Every rank checks the options and opens the model; a failure on any rank
   // is reported by rank 0 with that rank's message.
   std::string error;
-  RunShape shape;
   try {
     check_run_flags(opts_);
     store_ = ModelStore::open(opts_.model_dir, StoreOptions{opts_.verify});
@@ -72,7 +71,7 @@ void Cluster::set_up() {
                           .hardware_threads = int(std::thread::hardware_concurrency()),
                           .thread_limit = thread_limit()};
     const RunConfig rc = configure_run(opts_, *store_, place);
-    shape = rc.shape;
+    shape_ = rc.shape;
     layout_ = rc.layout;
     pool_ = std::make_unique<ThreadPool>(rc.threads, rc.cores_to_spare);
     env_->set_threads_per_rank(rc.threads);  // before the channel: how its waits use the core
@@ -82,11 +81,11 @@ void Cluster::set_up() {
   env_->check_all(error.empty(), error);
   if (env_->rank() == 0) fault_point("load");
   TensorSource* weights = store_.get();
-  if (requantizes_fp8(shape.activations, store_->manifest().weight_format)) {
+  if (requantizes_fp8(shape_.activations, store_->manifest().weight_format)) {
     int8_weights_ = std::make_unique<Int8FromFp8Source>(*store_, pool_.get());
     weights = int8_weights_.get();
   }
-  role_ = make_rank_role(*env_, store_->config(), *weights, *pool_, layout_, shape);
+  role_ = make_rank_role(*env_, store_->config(), *weights, *pool_, layout_, shape_);
   if (opts_.verify) warn_of_small_pages();
 }
 
@@ -149,10 +148,9 @@ void Cluster::write_metrics(nlohmann::json j, const std::vector<RankMetrics>& ra
   j["kv_cache_blocks"] = kv.blocks_per_pool();  // per pool (per rank), of kv_block_tokens positions
   j["kv_block_tokens"] = kv.block_tokens();
   j["micro_batches"] = runner.max_in_flight();
-  // Expert mode: the row groups a rank's step is split into at most (a step
-  // forms fewer when its rows are few, config/row_groups.hpp).
-  if (env_->size() > 1 && layout_.mode == ParallelMode::expert)
-    j["row_groups"] = opts_.micro_batches > 0 ? opts_.micro_batches : kDefaultRowGroups;
+  // The row groups a rank's step is split into at most, where the mode
+  // groups rows (a step forms fewer when its rows are few).
+  if (const int groups = row_groups(layout_, shape_)) j["row_groups"] = groups;
   j["wall_seconds"] = now_seconds() - started_;
   // Which BTLs / one-sided component Open MPI was told to use, and the tb5
   // backend when btl/tb5 is loaded (docs/tb5.md).

@@ -13,6 +13,7 @@
 #include "app/run_options.hpp"
 #include "common/thread_pool.hpp"
 #include "parallel/rank_role.hpp"
+#include "parallel/run_shape.hpp"
 #include "plan/layout.hpp"
 #include "runtime/stop_relay.hpp"
 #include "store/int8_source.hpp"
@@ -70,6 +71,7 @@ class Cluster {
   std::unique_ptr<ModelStore> store_;
   std::unique_ptr<Int8FromFp8Source> int8_weights_;  // FP8 models on the integer-dot path
   std::unique_ptr<ThreadPool> pool_;
+  RunShape shape_;  // configure_run's, applied by set_up
   Layout layout_;
   std::unique_ptr<RankRole> role_;
   double started_ = 0;  // steady clock, seconds: when the Cluster was made (before MPI_Init)

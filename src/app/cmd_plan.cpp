@@ -21,6 +21,7 @@
 #include "model/kv_cache.hpp"
 #include "model/kv_pools.hpp"
 #include "config/activations.hpp"
+#include "parallel/mode_rules.hpp"
 #include "parallel/run_footprint.hpp"
 #include "plan/layout.hpp"
 
@@ -135,12 +136,12 @@ int run_plan(const Args& args) {
   cl.one_machine = emulated;
   // --stages auto: balanced by the predicted time of a decode step at
   // --max-batch (a batch job's steady state), as generate splits it.
-  const StagePlan plan = resolve_stage_plan(stages, head_split_flag, mode == ParallelMode::pipeline, true, [&] {
+  const RunLayout resolved = resolve_layout(cfg, sizes, mode, ranks, stages, head_split_flag, /*whole_head=*/false, [&] {
     return auto_stages(cost, host, threads, ranks, kv_slots, micro_batches, kv_len);
   });
-  stages = plan.stages;
-  const int64_t head_split = plan.head_split;
-  const Layout layout = make_layout(cfg, sizes, mode, ranks, stages, head_split);
+  stages = resolved.stages.stages;
+  const int64_t head_split = resolved.stages.head_split;
+  const Layout& layout = resolved.layout;
   const bool copies = requantizes_fp8(act, man.weight_format);
 
   PlanReport rep;
@@ -148,17 +149,19 @@ int run_plan(const Args& args) {
               {"weight_format", to_string(cfg.weight_format)}, {"parallel", to_string(mode)}, {"ranks", ranks},
               {"activations", to_string(act)}, {"threads", threads}, {"emulated", emulated}, {"context", context},
               {"host_profile", to_json(host)}, {"link_profile", to_json(link)}, {"local_link_profile", to_json(local)}};
-  if (!stages.empty() && mode == ParallelMode::pipeline) rep.json["stages"] = stages;  // given, or what auto chose
-  if (mode == ParallelMode::pipeline) rep.json["head_split"] = head_split;
+  if (!stages.empty() && takes_stages(mode)) rep.json["stages"] = stages;  // given, or what auto chose
+  if (takes_stages(mode)) rep.json["head_split"] = head_split;
   RunShape shape;
   shape.slots = kv_slots;
   shape.max_len = kv_len;
   shape.kv_tokens = kv_tokens;
   shape.step_tokens = step_tokens;
+  shape.micro_batches = micro_batches;
+  check_mode_shape(layout, shape);  // as generate refuses them
   std::vector<double> host_need(memory.size(), 0);
   for (int r = 0; r < ranks; ++r) {
     const RankShare& s = layout.ranks[size_t(r)];
-    const int32_t slots = mode == ParallelMode::expert ? KvPools::sized_slots(kv_slots, ranks) : kv_slots;
+    const int32_t slots = pool_slots(layout, kv_slots);
     const RunFootprint f = run_footprint(cfg, shape, s.layers.size(), slots);
     // The pool as the run allocates it (KvPools::pool_blocks over the rank's layers).
     const int64_t kv = KvCache::pool_bytes(cfg, s.layers.size(), KvPools::pool_blocks(slots, kv_len, kv_tokens));
@@ -200,8 +203,7 @@ int run_plan(const Args& args) {
   // Predictions for both modes, each with its own layout (the one shown above for --parallel).
   rep.json["bytes_per_token"] = cost.bytes_per_token();
   rep.json["predictions"] = nlohmann::json::array();
-  for (ParallelMode m : {ParallelMode::pipeline, ParallelMode::expert}) {
-    if (m == ParallelMode::expert && ranks > cfg.n_routed_experts) continue;
+  for (ParallelMode m : modes_for(cfg, ranks)) {
     const Layout lay = m == mode ? layout : make_layout(cfg, sizes, m, ranks);
     for (const Prediction& p : predict(cost, lay, cl, popt))
       rep.json["predictions"].push_back({{"mode", p.mode},

@@ -5,7 +5,7 @@
 
 #include "common/error.hpp"
 #include "common/thread_pool.hpp"
-#include "model/kv_pools.hpp"
+#include "parallel/mode_rules.hpp"
 #include "parallel/run_footprint.hpp"
 #include "plan/model_cost.hpp"
 #include "plan/predict.hpp"
@@ -93,27 +93,20 @@ RunConfig configure_run(RunOptions& o, const ModelStore& store, const RankPlace&
   o.activations = to_string(act);  // as --metrics reports it
   rc.shape = shape_of(o, store, act);
   // MTP drafts from the whole head on the last stage: auto does not split it there.
-  const StagePlan stages =
-      resolve_stage_plan(o.stages, o.head_split, mode == ParallelMode::pipeline, !rc.shape.speculative,
-                         [&] { return auto_stages_of(o, cfg, store.manifest(), act, rc.shape, place.ranks); });
-  if (stages.head_split > 0 && rc.shape.speculative)
-    throw InputError("--speculative mtp needs the whole head on the last stage: run without --head-split");
-  rc.layout = make_layout(cfg, model_sizes(cfg, store.manifest()), mode, place.ranks, stages.stages,
-                          stages.head_split);
-  if (mode == ParallelMode::expert && o.micro_batches > 64)
-    throw InputError("--micro-batches " + std::to_string(o.micro_batches) +
-                     ": expert mode splits a rank's rows into at most 64 groups");
+  rc.layout = resolve_layout(cfg, model_sizes(cfg, store.manifest()), mode, place.ranks, o.stages, o.head_split,
+                             rc.shape.speculative,
+                             [&] { return auto_stages_of(o, cfg, store.manifest(), act, rc.shape, place.ranks); })
+                  .layout;
+  check_mode_shape(rc.layout, rc.shape);
   if (o.micro_batches > o.max_batch)
     throw InputError("--micro-batches " + std::to_string(o.micro_batches) + " exceeds --max-batch " +
                      std::to_string(o.max_batch) + " (a micro-batch holds at least one sequence)");
   // The KV cache and activations, against this rank's share of the host's
   // memory, before the role allocates them; the MTP layer's KV cache is one
   // layer more where the head is.
-  const int32_t pool_slots =
-      mode == ParallelMode::expert ? KvPools::sized_slots(rc.shape.slots, place.ranks) : rc.shape.slots;
   const LayerRange& held = rc.layout.ranks.at(size_t(place.rank)).layers;
-  check_run_memory(cfg, rc.shape, held.size() + (rc.shape.speculative && held.has_head ? 1 : 0), pool_slots,
-                   memory_for_run(store, rc, place));
+  check_run_memory(cfg, rc.shape, held.size() + (rc.shape.speculative && held.has_head ? 1 : 0),
+                   pool_slots(rc.layout, rc.shape.slots), memory_for_run(store, rc, place));
   // Ranks sharing a host share its cores: by default each takes its part of
   // the physical cores; spinning for work only pays when no thread competes
   // for a core (ThreadPool).

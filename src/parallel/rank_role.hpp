@@ -4,9 +4,10 @@
 // owner) until the coordinator stops it. A role owns the activation channel
 // between the ranks (its ring sized from the run's shape) and the objects of
 // its mode. Adding a parallel mode means its roles here and a case in
-// make_rank_role, and outside src/parallel: its layout and its cost in
-// src/plan (make_layout, predict.cpp) and the flags it accepts in src/app
-// (cluster.cpp, cmd_plan.cpp), which switch on ParallelMode today.
+// make_rank_role, its rules in mode_rules.cpp (KV pool, shape limits,
+// metrics), its layout in src/plan/layout.cpp (make_layout, takes_stages,
+// modes_for) and its cost in src/plan/predict.cpp. The commands (src/app)
+// never name a mode (tests/docs/test_mode_owner.py checks that).
 #pragma once
 #include <functional>
 #include <memory>

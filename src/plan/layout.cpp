@@ -24,6 +24,14 @@ ParallelMode parse_parallel_mode(const std::string& s) {
 
 const char* to_string(ParallelMode m) { return m == ParallelMode::pipeline ? "pipeline" : "expert"; }
 
+bool takes_stages(ParallelMode m) { return m == ParallelMode::pipeline; }
+
+std::vector<ParallelMode> modes_for(const ModelConfig& cfg, int ranks) {
+  std::vector<ParallelMode> modes{ParallelMode::pipeline};
+  if (ranks <= cfg.n_routed_experts) modes.push_back(ParallelMode::expert);
+  return modes;
+}
+
 ModelSizes model_sizes(const ModelConfig& cfg, const Manifest& manifest) {
   ModelSizes s;
   s.layer_dense.assign(size_t(cfg.num_hidden_layers), 0);
@@ -49,7 +57,7 @@ Layout make_layout(const ModelConfig& cfg, const ModelSizes& sizes, ParallelMode
   if (head_split < 0 || head_split >= cfg.vocab_size)
     throw InputError("--head-split " + std::to_string(head_split) + ": lm_head rows on the first stage must be in [0, " +
                      std::to_string(cfg.vocab_size) + ")");
-  if (head_split > 0 && (mode != ParallelMode::pipeline || ranks < 2))
+  if (head_split > 0 && (!takes_stages(mode) || ranks < 2))
     throw InputError("--head-split needs --parallel pipeline over 2 or more ranks");
   Layout layout;
   layout.mode = mode;

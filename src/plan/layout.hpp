@@ -17,6 +17,12 @@ class Manifest;
 enum class ParallelMode { pipeline, expert };
 ParallelMode parse_parallel_mode(const std::string& s);  // throws InputError
 const char* to_string(ParallelMode m);
+// Whether the mode splits the layers into stages, so that --stages and
+// --head-split apply to it.
+bool takes_stages(ParallelMode m);
+// The modes a job of `ranks` can run the model in (expert parallel: at most
+// one rank per routed expert), for `trillion plan`'s predictions.
+std::vector<ParallelMode> modes_for(const ModelConfig& cfg, int ranks);
 
 // Bytes of the weights by part, from the manifest (main layers only; MTP excluded).
 struct ModelSizes {

@@ -429,4 +429,15 @@ StagePlan resolve_stage_plan(const std::string& stages, const std::string& head_
   return out;
 }
 
+RunLayout resolve_layout(const ModelConfig& cfg, const ModelSizes& sizes, ParallelMode mode, int ranks,
+                         const std::string& stages, const std::string& head_split, bool whole_head,
+                         const std::function<StagePlan()>& auto_plan) {
+  RunLayout out;
+  out.stages = resolve_stage_plan(stages, head_split, takes_stages(mode), !whole_head, auto_plan);
+  if (whole_head && out.stages.head_split > 0)
+    throw InputError("--speculative mtp needs the whole head on the last stage: run without --head-split");
+  out.layout = make_layout(cfg, sizes, mode, ranks, out.stages.stages, out.stages.head_split);
+  return out;
+}
+
 }  // namespace trillion

@@ -127,4 +127,17 @@ StagePlan auto_stages(const ModelCost& cost, const HostProfile& host, int thread
 StagePlan resolve_stage_plan(const std::string& stages, const std::string& head_split, bool pipeline, bool may_split,
                              const std::function<StagePlan()>& auto_plan);
 
+// The layout generate and plan make from the same flags: the stage plan
+// (resolve_stage_plan, for a mode that takes stages) and make_layout over
+// it. `whole_head` (--speculative mtp, which drafts from the whole head on
+// the last stage): auto does not split the head and a --head-split is an
+// InputError.
+struct RunLayout {
+  StagePlan stages;  // as resolved: "auto" replaced by the split it chose
+  Layout layout;
+};
+RunLayout resolve_layout(const ModelConfig& cfg, const ModelSizes& sizes, ParallelMode mode, int ranks,
+                         const std::string& stages, const std::string& head_split, bool whole_head,
+                         const std::function<StagePlan()>& auto_plan);
+
 }  // namespace trillion
