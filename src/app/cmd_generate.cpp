@@ -4,14 +4,13 @@
 #include <filesystem>
 #include <cstdio>
 
-#include "app/batch_files.hpp"
+#include "app/batch_job.hpp"
 #include "app/cluster.hpp"
 #include "app/commands.hpp"
 #include "text/model_text.hpp"
 #include "common/fault.hpp"
 #include "requests/request_checks.hpp"
 #include "requests/result_format.hpp"
-#include "app/run_progress.hpp"
 #include "scheduler/kv_admission.hpp"
 #include "scheduler/scheduler.hpp"
 
@@ -32,8 +31,7 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
   if (!text.note.empty()) std::fprintf(stderr, "%s: %s\n", paths.command, text.note.c_str());
   tokenize_prompts(parsed, &text.codec, runner.vocab_size(), runner.max_len());
   reject_unfittable(parsed, runner.max_len(), runner.kv_pools());
-  BatchFiles<GenerateRequest> files = open_batch(parsed, paths);
-  RunProgress progress(paths.command, int64_t(files.runnable.size()));
+  BatchJob<GenerateRequest> job(cluster, paths, parsed);
   ResultContext ctx;
   ctx.model = std::filesystem::path(ro.model_dir).lexically_normal().filename().string();
   if (ctx.model.empty()) ctx.model = std::filesystem::path(ro.model_dir).lexically_normal().parent_path().filename().string();
@@ -51,7 +49,7 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
     std::fprintf(stderr, "%s: ids %d..%lld have no token in the tokenizer: never sampled\n", paths.command,
                  text.vocab_size, (long long)runner.vocab_size() - 1);
   }
-  int64_t generated = 0, done = 0;
+  int64_t generated = 0;
   auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   const Scheduler* sched = nullptr;
@@ -61,7 +59,7 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
     const double wall = seconds();
     nlohmann::json j{
         {"command", "generate"},
-        {"requests", files.requests_json(done)},
+        {"requests", job.requests_json()},
         {"steps", st.steps},
         {"tokens",
          {{"prefill", st.prefill_tokens},
@@ -96,19 +94,19 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
     const int64_t prefill = sched->stats().prefill_tokens;
     fault_point(prefill > prefill_seen ? "prefill" : "decode");  // test hook (common/fault.hpp)
     prefill_seen = prefill;
-    cluster.progress_metrics(figures);
+    job.progress_metrics();
   };
-  // A signal (on any rank) or a failed write stops the run within one step.
-  sopts.should_stop = [&] { return !files.write_error.empty() || cluster.stop_requested().signal != 0; };
+  sopts.should_stop = [&] { return job.should_stop(); };
   Scheduler scheduler(runner, cluster.config(), sopts);
   sched = &scheduler;
-  if (warmup && !files.runnable.empty()) {
+  job.set_figures(figures);
+  if (warmup && !job.runnable().empty()) {
     scheduler.warm_up(ro.step_tokens);
     std::fprintf(stderr, "%s: warm-up step: %lld rows in %.2f s (not timed; --no-warmup skips it)\n", paths.command,
                  (long long)scheduler.stats().warmup_rows, scheduler.stats().warmup_seconds);
     t0 = std::chrono::steady_clock::now();  // the run's time starts after it
   }
-  const bool finished = scheduler.run(files.runnable, [&](const GenerationResult& r) {
+  const bool completed = scheduler.run(job.runnable(), [&](const GenerationResult& r) {
     const int64_t completion = int64_t(r.token_ids.size());
     // A request that cannot be turned into its record (its text, its
     // logprobs) fails alone; a write that fails (a full disk) ends the job.
@@ -121,22 +119,11 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
       bad.error = failure = std::string("cannot format the result: ") + e.what();
       record = result_record(bad, ctx);
     }
-    if (!failure.empty()) {
-      ++files.failed;
-      std::fprintf(stderr, "%s: request \"%s\" (line %lld) failed: %s\n", paths.command, r.request->id.c_str(),
-                   (long long)r.request->line, failure.c_str());
-    }
-    files.write(record);
     generated += completion;
-    ++done;
-    progress.request_done(completion);
+    job.finished(*r.request, failure, record, completion);
   });
-  progress.finish();
   const nlohmann::json fig = figures();
-  if (!finished || !files.write_error.empty()) {  // the last write too may fail
-    cluster.end_early(files.end_early(paths, cluster.stop_requested()));
-    return fig;
-  }
+  if (!job.complete(completed)) return fig;
   if (sopts.speculative)
     std::fprintf(stderr, "%s: speculative (%s): %lld drafts, %lld accepted (%.1f%%)\n", paths.command,
                  ro.speculative.c_str(), (long long)scheduler.stats().drafted, (long long)scheduler.stats().accepted,
@@ -144,7 +131,7 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
   std::fprintf(stderr,
                "%s: %zu requests (%lld bad lines, %lld failed); %lld prompt tokens computed, %lld read from shared "
                "prefixes, %lld generated in %.2f s (%.1f generated tokens/s)\n",
-               paths.command, files.runnable.size(), (long long)files.errors, (long long)files.failed,
+               paths.command, job.runnable().size(), (long long)job.bad_lines(), (long long)job.failed(),
                (long long)scheduler.stats().prefill_tokens, (long long)scheduler.stats().prefill_reused,
                (long long)generated,
                fig["seconds"]["generation"].get<double>(), fig["tokens_per_second"]["generated"].get<double>());

@@ -3,13 +3,12 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "app/batch_files.hpp"
+#include "app/batch_job.hpp"
 #include "app/cluster.hpp"
 #include "app/commands.hpp"
 #include "text/model_text.hpp"
 #include "common/error.hpp"
 #include "requests/result_format.hpp"
-#include "app/run_progress.hpp"
 #include "scheduler/scorer.hpp"
 
 namespace po = boost::program_options;
@@ -34,46 +33,33 @@ nlohmann::json score_on_rank0(Cluster& cluster, StepRunner& runner, const RunOpt
   if (token_limit > 0)
     std::fprintf(stderr, "%s: ids %d..%lld have no token in the tokenizer: reported as unknown_token_positions\n",
                  paths.command, token_limit, (long long)runner.vocab_size() - 1);
-  BatchFiles<ScoreRequest> files = open_batch(parsed, paths);
-  RunProgress progress(paths.command, int64_t(files.runnable.size()));
-  // A signal (on any rank) or a failed write stops the run within one step.
-  auto should_stop = [&] { return !files.write_error.empty() || cluster.stop_requested().signal != 0; };
-  Scorer scorer(runner, ScorerOptions{ro.step_tokens, logits_dir, token_limit, should_stop, ro.prefix_sharing});
+  BatchJob<ScoreRequest> job(cluster, paths, parsed);
+  Scorer scorer(runner, ScorerOptions{ro.step_tokens, logits_dir, token_limit, [&] { return job.should_stop(); },
+                                      ro.prefix_sharing});
   const auto t0 = std::chrono::steady_clock::now();
-  int64_t done = 0;
   // The run's figures so far (running --metrics updates, after each request) or at the end.
   auto figures = [&] {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double tps = secs > 0 ? double(scorer.tokens_scored()) / secs : 0.0;
     return nlohmann::json{{"command", "score"},
-                          {"requests", files.requests_json(done)},
+                          {"requests", job.requests_json()},
                           {"tokens", {{"prefill", scorer.tokens_scored()},
                                       {"prefill_reused", scorer.tokens_reused()},
                                       {"decode", 0}}},
                           {"seconds", {{"prefill", secs}, {"decode", 0.0}}},
                           {"tokens_per_second", {{"prefill", tps}, {"decode", 0.0}}}};
   };
-  const bool finished = scorer.run(files.runnable, [&](const ScoreResult& res) {
-    progress.request_done(int64_t(res.request->token_ids.size()));
-    ++done;
-    cluster.progress_metrics(figures);
-    if (!res.error.empty()) {
-      ++files.failed;
-      std::fprintf(stderr, "%s: request \"%s\" (line %lld) failed: %s\n", paths.command, res.request->id.c_str(),
-                   (long long)res.request->line, res.error.c_str());
-    }
-    files.write(score_record(res));
+  job.set_figures(figures);
+  const bool completed = scorer.run(job.runnable(), [&](const ScoreResult& res) {
+    job.finished(*res.request, res.error, score_record(res), int64_t(res.request->token_ids.size()));
+    job.progress_metrics();
   });
-  progress.finish();
   const nlohmann::json fig = figures();
-  if (!finished || !files.write_error.empty()) {  // the last write too may fail
-    cluster.end_early(files.end_early(paths, cluster.stop_requested()));
-    return fig;
-  }
+  if (!job.complete(completed)) return fig;
   std::fprintf(stderr,
                "%s: %lld requests (%lld bad lines, %lld failed), %lld tokens computed, %lld read from shared "
                "prefixes, in %.2f s (%.1f tokens/s)\n",
-               paths.command, (long long)files.total, (long long)files.errors, (long long)files.failed,
+               paths.command, (long long)job.lines(), (long long)job.bad_lines(), (long long)job.failed(),
                (long long)scorer.tokens_scored(), (long long)scorer.tokens_reused(),
                fig["seconds"]["prefill"].get<double>(), fig["tokens_per_second"]["prefill"].get<double>());
   return fig;
