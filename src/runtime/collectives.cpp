@@ -1,6 +1,7 @@
 #include "runtime/collectives.hpp"
 
 #include <climits>
+#include <utility>
 
 namespace trillion {
 namespace {
@@ -21,6 +22,18 @@ void check_root(const MpiEnv& env, int root) {
     throw Error(env.where() + ": collective root " + std::to_string(root) + " out of range");
 }
 
+// The root's size, then its bytes: every rank returns the root's `data`.
+template <class Bytes>
+Bytes broadcast_sized(const MpiEnv& env, Bytes data, int root) {
+  check_root(env, root);
+  unsigned long long size = data.size();
+  auto guard = env.lock();
+  mpi_check(MPI_Bcast(&size, 1, MPI_UNSIGNED_LONG_LONG, root, env.comm()), "MPI_Bcast(size)");
+  data.resize(size_t(size));
+  bcast_raw(env, data.data(), data.size(), root);
+  return data;
+}
+
 template <class T>
 std::vector<T> allreduce(const MpiEnv& env, std::vector<T> values, MPI_Datatype type, MPI_Op op, const char* what) {
   // Equal lengths everywhere, or the reduction would read past a buffer.
@@ -39,23 +52,11 @@ std::vector<T> allreduce(const MpiEnv& env, std::vector<T> values, MPI_Datatype 
 }  // namespace
 
 std::vector<std::byte> broadcast_bytes(const MpiEnv& env, std::vector<std::byte> data, int root) {
-  check_root(env, root);
-  unsigned long long size = data.size();
-  auto guard = env.lock();
-  mpi_check(MPI_Bcast(&size, 1, MPI_UNSIGNED_LONG_LONG, root, env.comm()), "MPI_Bcast(size)");
-  data.resize(size_t(size));
-  bcast_raw(env, data.data(), data.size(), root);
-  return data;
+  return broadcast_sized(env, std::move(data), root);
 }
 
 std::string broadcast_string(const MpiEnv& env, std::string text, int root) {
-  check_root(env, root);
-  unsigned long long size = text.size();
-  auto guard = env.lock();
-  mpi_check(MPI_Bcast(&size, 1, MPI_UNSIGNED_LONG_LONG, root, env.comm()), "MPI_Bcast(size)");
-  text.resize(size_t(size));
-  bcast_raw(env, text.data(), text.size(), root);
-  return text;
+  return broadcast_sized(env, std::move(text), root);
 }
 
 std::vector<std::string> gather_strings(const MpiEnv& env, const std::string& mine, int root) {

@@ -11,6 +11,7 @@
 #include "kernels/arm/neon_formats.hpp"
 #include "kernels/expf.hpp"
 #include "kernels/kernel_table.hpp"
+#include "kernels/matmul_row_tail.hpp"
 
 namespace trillion {
 namespace neon {
@@ -33,14 +34,6 @@ inline void accumulate(const F& f, int64_t cols, const float* x, int64_t r, int6
       }
     }
   }
-}
-
-template <class F>
-__attribute__((noinline)) float tail_sum(const F& f, int64_t r, const float* xt, int64_t group0, int64_t cv,
-                                         int64_t cols) {
-  float s = 0.0f;
-  for (int64_t c = cv; c < cols; ++c) s += f.at(r, c) * xt[c];
-  return s * f.scale_at(r, group0);
 }
 
 template <class F, int RT, int TT>

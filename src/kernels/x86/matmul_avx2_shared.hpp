@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/x86/avx2_formats.hpp"
+#include "kernels/matmul_row_tail.hpp"
 
 namespace trillion::avx2 {
 
@@ -52,15 +53,6 @@ struct Int4Weights {
   float at(int64_t r, int64_t c) const { return f.at(r, c) * f.scale_at(r, c); }
   float scale_at(int64_t, int64_t) const { return 1.0f; }
 };
-
-// sum over c in [cv, cols) of W[r][c] x[c], in order, times the group scale.
-template <class F>
-__attribute__((noinline)) float tail_sum(const F& f, int64_t r, const float* xt, int64_t group0, int64_t cv,
-                                         int64_t cols) {
-  float s = 0.0f;
-  for (int64_t c = cv; c < cols; ++c) s += f.at(r, c) * xt[c];
-  return s * f.scale_at(r, group0);
-}
 
 // y[t][r] = hsum(tot) + the tail columns: the common last step of both paths.
 template <class F>
