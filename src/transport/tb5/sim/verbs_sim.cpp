@@ -61,6 +61,18 @@ bool ipv4_mapped(const uint8_t* g) {
   return std::memcmp(g, prefix, 12) == 0;
 }
 
+// A work request posted to a queue pair in the error state completes at
+// once with a flush error, as a device's would.
+void flush(SimQp& q, SimCq& cq, uint64_t wr_id, ibv_wc_opcode opcode) {
+  ibv_wc wc{};
+  wc.wr_id = wr_id;
+  wc.status = IBV_WC_WR_FLUSH_ERR;
+  wc.opcode = opcode;
+  wc.qp_num = q.qp.qp_num;
+  cq.done.push_back(wc);
+  ++counters().flushed;
+}
+
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
   std::lock_guard lock(g_mu);
   SimQp& q = *reinterpret_cast<SimQp*>(qp);
@@ -87,13 +99,7 @@ int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
     ++q.sq_outstanding;
     const bool signaled = wr->send_flags & IBV_SEND_SIGNALED;
     if (q.qp.state == IBV_QPS_ERR) {  // accepted, and completed flushed
-      ibv_wc wc{};
-      wc.wr_id = wr->wr_id;
-      wc.status = IBV_WC_WR_FLUSH_ERR;
-      wc.opcode = IBV_WC_SEND;
-      wc.qp_num = q.qp.qp_num;
-      q.scq->done.push_back(wc);
-      ++counters().flushed;
+      flush(q, *q.scq, wr->wr_id, IBV_WC_SEND);
       continue;
     }
     wire_send(q, buf, len, wr->wr_id, signaled);
@@ -112,13 +118,7 @@ int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
     if (q.qp.state == IBV_QPS_RESET) return EINVAL;
     if (wr->num_sge != 1 || !sge_registered(wr->sg_list[0])) return EINVAL;
     if (q.qp.state == IBV_QPS_ERR) {  // accepted, and completed flushed
-      ibv_wc wc{};
-      wc.wr_id = wr->wr_id;
-      wc.status = IBV_WC_WR_FLUSH_ERR;
-      wc.opcode = IBV_WC_RECV;
-      wc.qp_num = q.qp.qp_num;
-      q.rcq->done.push_back(wc);
-      ++counters().flushed;
+      flush(q, *q.rcq, wr->wr_id, IBV_WC_RECV);
       continue;
     }
     if (q.rq.size() >= q.max_recv) return ENOMEM;  // Apple's stack: about 63
