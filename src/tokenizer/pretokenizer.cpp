@@ -29,6 +29,19 @@ void split_piece(const SplitStep& step, std::string_view piece, std::vector<Span
 
   std::vector<Span> merged;
   std::vector<Span>* result = &spans;
+  // Spans in order, each joined to the one before when joins(its match, the
+  // previous span's match) says so.
+  auto merge_forward = [&](auto joins) {
+    bool previous_match = false;
+    for (const auto& s : spans) {
+      if (joins(s.match, previous_match) && !merged.empty())
+        merged.back().end = s.end;
+      else
+        merged.push_back(s);
+      previous_match = s.match;
+    }
+    result = &merged;
+  };
   switch (step.behavior) {
     case SplitBehavior::isolated:
       break;
@@ -38,18 +51,9 @@ void split_piece(const SplitStep& step, std::string_view piece, std::vector<Span
         if (!s.match) merged.push_back(s);
       result = &merged;
       break;
-    case SplitBehavior::merged_with_previous: {
-      bool previous_match = false;
-      for (const auto& s : spans) {
-        if (s.match && !previous_match && !merged.empty())
-          merged.back().end = s.end;
-        else
-          merged.push_back(s);
-        previous_match = s.match;
-      }
-      result = &merged;
+    case SplitBehavior::merged_with_previous:  // a match joins the text before it
+      merge_forward([](bool match, bool previous) { return match && !previous; });
       break;
-    }
     case SplitBehavior::merged_with_next: {
       bool previous_match = false;
       for (size_t i = spans.size(); i-- > 0;) {
@@ -64,18 +68,9 @@ void split_piece(const SplitStep& step, std::string_view piece, std::vector<Span
       result = &merged;
       break;
     }
-    case SplitBehavior::contiguous: {
-      bool previous_match = false;
-      for (const auto& s : spans) {
-        if (s.match == previous_match && !merged.empty())
-          merged.back().end = s.end;
-        else
-          merged.push_back(s);
-        previous_match = s.match;
-      }
-      result = &merged;
+    case SplitBehavior::contiguous:  // runs of matches, and of the text between them, join
+      merge_forward([](bool match, bool previous) { return match == previous; });
       break;
-    }
   }
   for (const auto& s : *result)
     if (s.end > s.begin) out.push_back(piece.substr(s.begin, s.end - s.begin));
