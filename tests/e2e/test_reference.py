@@ -11,10 +11,13 @@ itself (read with h5py and dequantized in float64: tests/reference/hdf5_model.py
 so the bar is the same: only the engine's own arithmetic differs.
 
 With --activations int8 the engine takes the integer-dot path and the
-reference quantizes the same activations (--int8-activations); rows are held
-by tests/reference/logit_rows.py's policy (1e-4, and one quantization step
-from the first position near a rounding tie), and greedy tokens must agree
-up to that position."""
+reference quantizes the same activations (--int8-activations), its near
+rounding ties rounded as the engine's logits show (--match-logits,
+tests/reference/tie_resolution.py): every row at the same 1e-4. Greedy
+tokens are checked over the whole sequence: trillion scores prompt +
+generated tokens, every row is held to the resolved reference at 1e-4, and
+each generated token must be the argmax of trillion's own logits and of the
+reference's where its top-2 gap is clear."""
 import json
 import os
 import sys
@@ -48,40 +51,49 @@ requests = [{"id": f"r{i}", "token_ids": [int(t) for t in rng.integers(0, vocab,
             for i, n in enumerate(lengths)]
 write_jsonl(os.path.join(case, "score.jsonl"), requests)
 
-def first_tie(rid):
-    """int8: the reference's first position near a rounding tie (prompt and generated tokens), else None."""
-    ties = json.load(open(os.path.join(ref_dir, rid + ".routing.json"))).get("quant_tie_positions", [])
-    return min(ties) if ties else None
-
-
-# Reference: logits of every prefix and greedy continuations.
-ref_dir = os.path.join(case, "ref")
-if args.quantize:
-    manifest = json.load(open(os.path.join(model, "manifest.json")))
-    f.check(manifest.get("weight_format") == args.quantize and manifest.get("quantized_from") == "bf16",
-            f"manifest weight_format {manifest.get('weight_format')}, quantized_from {manifest.get('quantized_from')}")
-run([PYTHON, REFERENCE, "--model", model if args.quantize else hf, "--requests", os.path.join(case, "score.jsonl"),
-     "--out-dir", ref_dir, "--generate", args.greedy] + (["--int8-activations"] if args.activations == "int8" else []))
-
 # trillion: prefill in one step, and one token per step (the decode path).
 for name, step in (("prefill", 256), ("stepwise", 1)):
     run([args.trillion, "score", "--model", model, "--input", os.path.join(case, "score.jsonl"),
          "--output", os.path.join(case, f"{name}.jsonl"), "--logits-out", os.path.join(case, name),
          "--step-tokens", step, "--threads", 2, "--activations", args.activations])
 
+ref_model = model if args.quantize else hf
+if args.quantize:
+    manifest = json.load(open(os.path.join(model, "manifest.json")))
+    f.check(manifest.get("weight_format") == args.quantize and manifest.get("quantized_from") == "bf16",
+            f"manifest weight_format {manifest.get('weight_format')}, quantized_from {manifest.get('quantized_from')}")
+
+
+def reference(requests_file, out_dir, engine_logits, generate=0):
+    """The float64 reference's logits of every prefix (and, f32, greedy continuations); int8:
+    its near rounding ties rounded as the engine's logits show (tests/reference/tie_resolution.py)."""
+    run([PYTHON, REFERENCE, "--model", ref_model, "--requests", requests_file, "--out-dir", out_dir] +
+        (["--int8-activations", "--match-logits", engine_logits] if args.activations == "int8" else
+         ["--generate", generate] if generate else []))
+
+
+def check_rows(rid, got, ref_dir, rows):
+    ref = np.load(os.path.join(ref_dir, rid + ".npy")).astype(np.float64)
+    if not f.check(got.shape == ref.shape == (got.shape[0], vocab), f"{rid}: logits shape {got.shape} vs reference {ref.shape}"):
+        return None
+    routing = json.load(open(os.path.join(ref_dir, rid + ".routing.json")))
+    rows.request(rid, got, ref, len(routing.get("tie_flips", [])))
+    return ref
+
+
+# Reference: logits of every prefix, and greedy continuations (f32).
+ref_dir = os.path.join(case, "ref")
+reference(os.path.join(case, "score.jsonl"), ref_dir, os.path.join(case, "prefill"), args.greedy)
 for r in requests:
     rid = r["id"]
-    ref = np.load(os.path.join(ref_dir, rid + ".npy")).astype(np.float64)
     got = np.load(os.path.join(case, "prefill", rid + ".npy")).astype(np.float64)
     step = np.load(os.path.join(case, "stepwise", rid + ".npy"))
-    ok_shape = f.check(got.shape == ref.shape == (len(r["token_ids"]), vocab),
-                       f"{rid}: logits shape {got.shape} vs reference {ref.shape}")
-    if ok_shape:
-        rows = logit_rows.RowCheck(args.activations)
-        rows.request(rid, got, ref, first_tie(rid))
-        for p in rows.finish():
-            f.check(False, p)
-        print(f"{rid}: len {len(r['token_ids'])}, {rows.summary()}")
+    f.check(got.shape[0] == len(r["token_ids"]), f"{rid}: {got.shape[0]} logit rows for {len(r['token_ids'])} tokens")
+    rows = logit_rows.RowCheck()
+    check_rows(rid, got, ref_dir, rows)
+    for p in rows.finish():
+        f.check(False, p)
+    print(f"{rid}: len {len(r['token_ids'])}, {rows.summary()}")
     f.check(np.array_equal(np.load(os.path.join(case, "prefill", rid + ".npy")), step),
             f"{rid}: prefill logits differ from one-token-at-a-time logits")
 
@@ -95,23 +107,49 @@ results = {x["id"]: x for x in read_jsonl(os.path.join(case, "gen.out.jsonl"))}
 eos = config["eos_token_id"]
 eos = set(eos if isinstance(eos, list) else [eos])
 for r in requests:
+    res = results.get(r["id"], {})
+    got = res.get("token_ids")
+    f.check(got is not None and res.get("usage", {}).get("completion_tokens") == len(got),
+            f"{r['id']}: token_ids and usage.completion_tokens")
+
+if args.activations == "int8":
+    # The whole sequence, prompt and generated tokens, scored by trillion and
+    # held to the reference with its near ties resolved: every row at 1e-4,
+    # and every generated token is the engine's argmax there and the
+    # reference's where its top-2 gap is clear (logit_rows.row_problem).
+    full = [{"id": r["id"], "token_ids": r["token_ids"] + results[r["id"]]["token_ids"]} for r in requests
+            if results.get(r["id"], {}).get("token_ids") is not None]
+    write_jsonl(os.path.join(case, "full.jsonl"), full)
+    run([args.trillion, "score", "--model", model, "--input", os.path.join(case, "full.jsonl"),
+         "--output", os.path.join(case, "full.out.jsonl"), "--logits-out", os.path.join(case, "full"),
+         "--threads", 2, "--activations", args.activations])
+    reference(os.path.join(case, "full.jsonl"), os.path.join(case, "ref-full"), os.path.join(case, "full"))
+    for r, fr in zip(requests, full):
+        rid, n = r["id"], len(r["token_ids"])
+        got_full = np.load(os.path.join(case, "full", rid + ".npy"))
+        f.check(np.array_equal(got_full[:n], np.load(os.path.join(case, "prefill", rid + ".npy"))),
+                f"{rid}: the prompt's logits differ between the prompt alone and the whole sequence")
+        gen = results[rid]["token_ids"]
+        chosen = [int(np.argmax(got_full[n - 1 + i])) for i in range(len(gen))]
+        f.check(chosen == gen, f"{rid}: generated {gen}, the argmax of trillion's own logits {chosen}")
+        rows = logit_rows.RowCheck()
+        ref = check_rows(rid, got_full.astype(np.float64), os.path.join(case, "ref-full"), rows)
+        for p in rows.finish():
+            f.check(False, p)
+        if ref is not None:
+            same = sum(int(np.argmax(ref[n - 1 + i])) == t for i, t in enumerate(gen))
+            print(f"{rid}: {len(gen)} generated tokens, {same} the reference's argmax; whole sequence: {rows.summary()}")
+    f.finish()
+    sys.exit(0)
+
+for r in requests:
     rid = r["id"]
     want = json.load(open(os.path.join(ref_dir, rid + ".greedy.json")))["token_ids"]
     # The reference generates a fixed count; trillion stops at EOS (kept in token_ids).
     cut = next((i + 1 for i, t in enumerate(want) if t in eos), len(want))
     got = results.get(rid, {}).get("token_ids")
-    tie = first_tie(rid) if args.activations == "int8" else None
-    if tie is not None and got is not None:
-        # Generated token i comes from the logits at position len(prompt) - 1 + i:
-        # compare the tokens chosen before the first near tie.
-        agree = max(0, min(cut, tie - len(r["token_ids"]) + 1))
-        f.check(got[:agree] == want[:agree], f"{rid}: greedy tokens {got[:agree]} != reference {want[:agree]}")
-        f.check(results[rid].get("usage", {}).get("completion_tokens") == len(got), f"{rid}: usage.completion_tokens")
-        continue
     f.check(got == want[:cut], f"{rid}: greedy tokens {got} != reference {want[:cut]}")
     res = results.get(rid, {})
-    f.check(res.get("usage", {}).get("completion_tokens") == len(got or []),
-            f"{rid}: usage.completion_tokens")
     reason = "stop" if any(t in eos for t in want[:cut]) else "length"
     f.check(res.get("finish_reason") == reason, f"{rid}: finish_reason {res.get('finish_reason')} != {reason}")
 f.finish()

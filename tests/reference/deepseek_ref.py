@@ -18,6 +18,7 @@ dn qk_nope_head_dim, dr qk_rope_head_dim, dv v_head_dim, r kv_lora_rank.
 
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -174,12 +175,14 @@ def softmax(x, axis=-1):
 TIE_MARGIN = 2e-4
 
 
-def quantize_activations(x, group=32, with_ties=False):
+def quantize_activations(x, group=32, with_ties=False, flip=None):
     """The engine's int8 activation path (--activations int8), in float64:
     each row's columns in groups of `group`, d = absmax / 127, q =
-    round-half-even(x / d) (0 where d == 0), returned as q * d; with_ties:
-    also a [T] mask of the rows holding an activation within TIE_MARGIN steps
-    of a rounding tie."""
+    round-half-even(x / d) (0 where d == 0), returned as q * d. with_ties:
+    also a [T, n] mask of the activations within TIE_MARGIN steps of a
+    rounding tie. flip [T, n] (optional): those of the near-tie activations
+    it marks round the other way (the engine's float32 value may lie on the
+    other side of the tie: tests/reference/tie_resolution.py)."""
     x = np.asarray(x, dtype=np.float64)
     T, n = x.shape
     pad = (-n) % group
@@ -187,11 +190,32 @@ def quantize_activations(x, group=32, with_ties=False):
     d = np.max(np.abs(xp), axis=2, keepdims=True) / 127.0
     u = xp / np.where(d > 0, d, 1.0)
     q = np.where(d > 0, np.rint(u), 0.0)
+    below = np.floor(u)
+    near = (d > 0) & (np.abs(np.abs(u - below) - 0.5) < TIE_MARGIN)
+    if flip is not None:
+        fp = np.concatenate([np.asarray(flip, dtype=bool), np.zeros((T, pad), dtype=bool)], axis=1).reshape(T, -1, group)
+        q = np.where(fp & near, np.where(q == below, below + 1.0, below), q)
     xq = (q * d).reshape(T, -1)[:, :n]
     if not with_ties:
         return xq
-    near = (d > 0) & (np.abs(np.abs(u - np.floor(u)) - 0.5) < TIE_MARGIN)
-    return xq, near.reshape(T, -1).any(axis=1)
+    return xq, near.reshape(T, -1)[:, :n]
+
+
+# The engine quantizes an input row once for every linear that reads it
+# (attention's q_a and kv_a; an MLP's gate and up, and in an MoE layer every
+# routed and shared expert's): a rounding there is one decision for all of
+# them. A near tie is named by its input, position and column.
+_SHARED_INPUT = re.compile(r"^(model\.layers\.\d+\.)(?:self_attn\.(?:q_a_proj|q_proj|kv_a_proj_with_mqa)|"
+                           r"mlp\.(?:experts\.\d+\.|shared_experts\.)?(?:gate_proj|up_proj))$")
+
+
+def quant_input(prefix):
+    """The name of the quantized input a linear reads: its layer's attention or
+    MLP input where several linears share one (_SHARED_INPUT), else its own."""
+    m = _SHARED_INPUT.match(prefix)
+    if not m:
+        return prefix
+    return m.group(1) + ("attn_in" if "self_attn" in prefix else "mlp_in")
 
 
 # ----------------------------------------------------------------------------- routing
@@ -343,6 +367,8 @@ class CheckpointWeights:
         self.integer = set()  # linears stored as int4 / int8 (the engine's integer-dot formats)
         self.int8_activations = int8_activations
         self.tie_positions = set()  # positions whose quantized activations met a near tie
+        self.tie_keys = set()       # (quant_input, position, column) of each near tie met
+        self.flips = set()          # near ties (keys as above) to round the other way
         q = ckpt.config.get("quantization_config") or {}
         self.fp8_block = tuple(q.get("weight_block_size", (128, 128)))
         self.int4_group = 32
@@ -406,9 +432,19 @@ class CheckpointWeights:
         when a row is near a rounding tie."""
         W = self.linear(prefix)
         if self.int8_activations and prefix in self.integer:
-            x, ties = quantize_activations(x, with_ties=True)
-            if positions is not None:
-                self.tie_positions.update(int(p) for p in np.asarray(positions)[ties])
+            src = quant_input(prefix)
+            pos = None if positions is None else np.asarray(positions)
+            flip = None
+            if self.flips and pos is not None:
+                flip = np.zeros(x.shape, dtype=bool)
+                for (name, p, c) in self.flips:
+                    if name == src:
+                        flip[pos == p, c] = True
+            x, near = quantize_activations(x, with_ties=True, flip=flip)
+            if pos is not None:
+                for r, c in zip(*np.nonzero(near)):
+                    self.tie_positions.add(int(pos[r]))
+                    self.tie_keys.add((src, int(pos[r]), int(c)))
         return x @ W.T
 
     def embedding_rows(self, ids):

@@ -364,9 +364,53 @@ def test_activation_quantization():
     check(q.shape == x.shape)
 
 
+def test_activation_flips():
+    """A flipped near tie rounds the other way and nothing else moves; the
+    linears that read one input name one quantized input."""
+    x = np.zeros((2, 32))
+    x[:, 0] = 127.0                  # d = 1
+    x[0, 1] = 2.51                   # 0.01 steps from the 2 / 3 tie: not near it
+    x[0, 2] = 4.5 - 0.5 * ref.TIE_MARGIN   # within the margin: rounds to 4 (half-even would say 4 at the tie)
+    x[1, 3] = 6.25                   # far from a tie
+    q, near = ref.quantize_activations(x, with_ties=True)
+    check(np.array_equal(near[0, :4], [False, False, True, False]) and not near[1].any(), near[:, :4])
+    check(q[0, 2] == 4.0 and q[1, 3] == 6.0, q[:, :4])
+    flip = np.ones_like(near)        # every activation marked: only near ties move
+    qf = ref.quantize_activations(x, flip=flip)
+    check(qf[0, 2] == 5.0, qf[0, 2])
+    check(np.array_equal(np.delete(qf, 2, axis=1), np.delete(q, 2, axis=1)))
+    names = [ref.quant_input("model.layers.3." + n) for n in
+             ("self_attn.q_a_proj", "self_attn.kv_a_proj_with_mqa", "mlp.gate_proj", "mlp.experts.7.up_proj",
+              "mlp.shared_experts.gate_proj", "mlp.experts.7.down_proj", "self_attn.o_proj")]
+    check(names == ["model.layers.3.attn_in"] * 2 + ["model.layers.3.mlp_in"] * 3 +
+          ["model.layers.3.mlp.experts.7.down_proj", "model.layers.3.self_attn.o_proj"], names)
+
+
+def test_tie_resolution():
+    """tie_resolution against planted engines, on an int4 model whose near-tie
+    margin is widened so that near ties occur: the reference's own logits with
+    one near tie flipped are matched by finding that flip; logits 2% off are
+    not matched."""
+    import tie_resolution
+    c = dict(TEST_CONFIG, hidden_size=64, moe_intermediate_size=32, intermediate_size=136)
+    margin = ref.TIE_MARGIN
+    with tempfile.TemporaryDirectory() as tmp:
+        d = os.path.join(tmp, "int4")
+        make_checkpoint(c, "int4", d, seed=23)
+        model = ref.load_model(d, int8_activations=True)
+        ids = np.random.default_rng(5).integers(0, c["vocab_size"], size=12)
+        try:
+            ref.TIE_MARGIN = 0.02
+            met, planted = tie_resolution.self_check(model, ids)
+        finally:
+            ref.TIE_MARGIN = margin
+        check(met > 0 and planted is not None, "near ties met", met, "planted", planted)
+
+
 TESTS = [test_e4m3, test_bf16, test_safetensors_bytes, test_fp8_block_dequant, test_int4_dequant, test_int8_dequant,
          test_yarn, test_rope_direction, test_rms_norm, test_router, test_absorbed_equals_plain,
-         test_against_naive, test_layer_kinds, test_kv_cache, test_checkpoint_formats, test_cli, test_activation_quantization]
+         test_against_naive, test_layer_kinds, test_kv_cache, test_checkpoint_formats, test_cli, test_activation_quantization,
+         test_activation_flips, test_tie_resolution]
 
 
 def self_test():

@@ -10,6 +10,9 @@ Each request line is {"id": "...", "token_ids": [...]}. Writes per request:
                          row t = logits after token t (one causal forward over the sequence)
   DIR/<id>.routing.json  per MoE layer: min expert / group margins (and the token
                          where each occurs) and the chosen experts of every token
+  With --int8-activations --match-logits ENGINE_DIR: the near rounding ties are
+  rounded as the engine's logits ENGINE_DIR/<id>.npy show (tie_resolution.py), and
+  routing.json adds "tie_flips", "tie_forwards" and "tie_matched".
   DIR/<id>.greedy.json   with --generate N: {"token_ids": [N greedy tokens],
                          "logit_gaps": [top1 - top2 per step], "min_expert_margin",
                          "min_group_margin"} (float64 KV cache)
@@ -29,6 +32,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import deepseek_ref as ref  # noqa: E402
+import tie_resolution  # noqa: E402
 from safetensors_reader import SafetensorsError  # noqa: E402
 
 
@@ -84,6 +88,9 @@ def read_requests(path):
 
 def run(args):
     t0 = time.time()
+    match = getattr(args, "match_logits", None)
+    if match and not getattr(args, "int8_activations", False):
+        raise SystemExit("--match-logits resolves the int8 path's near ties: it needs --int8-activations")
     model = ref.load_model(args.model, getattr(args, "int8_activations", False))
     vocab = model.cfg.vocab_size
     reqs = read_requests(args.requests)
@@ -95,7 +102,19 @@ def run(args):
     for rid, ids in reqs:
         t1 = time.time()
         model.w.tie_positions = set()
-        if args.generate:
+        resolution = {}
+        if match:
+            # The near rounding ties rounded as the engine's logits show (tie_resolution.py).
+            eng = np.load(os.path.join(match, rid + ".npy")).astype(np.float64)
+            if eng.shape != (len(ids), vocab):
+                raise SystemExit("--match-logits %s: %s.npy has shape %s, not %s" % (match, rid, eng.shape,
+                                                                                       (len(ids), vocab)))
+            logits, flips, forwards, matched = tie_resolution.resolve(model, ids, eng)
+            model.w.flips = set(flips)  # the routing and tie positions of the resolved forward
+            _, routing = model.forward(ids, absorbed=args.absorbed)
+            model.w.flips = set()
+            resolution = {"tie_flips": [list(k) for k in flips], "tie_forwards": forwards, "tie_matched": matched}
+        elif args.generate:
             logits, routing, tokens, gaps, steps = model.generate_greedy(ids, args.generate, args.absorbed)
         else:
             logits, routing = model.forward(ids, absorbed=args.absorbed)
@@ -109,8 +128,11 @@ def run(args):
                        # --int8-activations: the positions whose quantized activations met
                        # a near rounding tie (deepseek_ref.TIE_MARGIN)
                        "quant_tie_positions": sorted(model.w.tie_positions),
+                       # --match-logits: the near ties rounded the other way, as
+                       # [quantized input, position, column]
+                       **resolution,
                        "layers": layers}, f)
-        if args.generate:
+        if args.generate and not match:
             step_layers = [l for rts in steps for l in routing_summary(rts)]
             with open(os.path.join(args.out_dir, rid + ".greedy.json"), "w") as f:
                 json.dump({"token_ids": tokens, "logit_gaps": gaps,
@@ -133,6 +155,9 @@ def main():
     ap.add_argument("--float32", action="store_true", help="save logits as float32")
     ap.add_argument("--int8-activations", action="store_true",
                     help="model the engine's --activations int8 path (int4/int8 linears see quantized inputs)")
+    ap.add_argument("--match-logits", metavar="DIR",
+                    help="with --int8-activations: round the near ties as the engine did, read from its logits "
+                         "DIR/<id>.npy [len, vocab] (tie_resolution.py); routing.json lists the flips")
     ap.add_argument("--self-test", action="store_true")
     args = ap.parse_args()
     if args.self_test:
