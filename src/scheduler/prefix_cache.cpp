@@ -74,7 +74,9 @@ void PrefixCache::pin(const std::vector<int32_t>& ids) {
 
 void PrefixCache::unpin(const std::vector<int32_t>& ids) {
   for (int32_t id : ids) {
-    Entry& e = entries_.at(id);
+    const auto it = entries_.find(id);
+    if (it == entries_.end()) throw Error("prefix cache: block " + std::to_string(id) + " unpinned, but it is not kept");
+    Entry& e = it->second;
     if (e.users < 1) throw Error("prefix cache: block " + std::to_string(id) + " unpinned more often than pinned");
     --e.users;
   }
