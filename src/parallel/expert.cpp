@@ -84,14 +84,15 @@ RankMetrics ExpertRank::metrics() const {
 
 ExpertRunner::ExpertRunner(RmaChannel& ch, const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
                            const Layout& layout, const RunShape& shape)
-    : ExpertRank(ch, cfg, source, pool, layout, shape), slots_(shape.slots) {
+    : rank_(ch, cfg, source, pool, layout, shape), slots_(shape.slots) {
   if (ch.rank() != 0) throw Error("ExpertRunner runs on rank 0");
 }
 
 void ExpertRunner::submit(uint64_t ticket, const StepInput& in) {
   if (stopped_) throw Error("ExpertRunner: submit after stop");
-  const int ranks = ch_.size();
-  const KvPools kv = pools();
+  RmaChannel& ch = rank_.channel();
+  const int ranks = ch.size();
+  const KvPools kv = rank_.pools();
   // Split the rows by owner rank; remember where each logit row came from.
   std::vector<StepInput> parts(static_cast<size_t>(ranks));
   std::vector<std::pair<int, size_t>> origin;  // per logit row of `in`: (rank, index in its part)
@@ -115,21 +116,21 @@ void ExpertRunner::submit(uint64_t ticket, const StepInput& in) {
   for (int32_t s : in.batch.released) parts[size_t(kv.pool_of(s))].batch.released.push_back(s);  // to the slot's owner
   for (const KvPrefixOp& op : in.batch.prefix_ops) parts[size_t(kv.pool_of(op.slot))].batch.prefix_ops.push_back(op);
   auto t0 = clock_type::now();
-  for (int r = 1; r < ranks; ++r) ch_.send(r, kTagStep, encode_step(ticket, parts[size_t(r)], nullptr, 0));
-  wait_ += since(t0);
+  for (int r = 1; r < ranks; ++r) ch.send(r, kTagStep, encode_step(ticket, parts[size_t(r)], nullptr, 0));
+  rank_.add_wait(since(t0));
   std::vector<StepOutput> outs(static_cast<size_t>(ranks));
-  outs[0] = run_rows(ticket, parts[0]);
+  outs[0] = rank_.run_rows(ticket, parts[0]);
   for (int r = 1; r < ranks; ++r) {
     auto t1 = clock_type::now();
-    Message m = ch_.recv(r);
-    wait_ += since(t1);
+    Message m = ch.recv(r);
+    rank_.add_wait(since(t1));
     if (m.tag != kTagResult)
       throw Error("protocol error: rank 0 expected a result from rank " + std::to_string(r));
-    outs[size_t(r)] = decode_result(m.data, cfg_.vocab_size);
+    outs[size_t(r)] = decode_result(m.data, rank_.config().vocab_size);
   }
   StepOutput out;
   out.ticket = ticket;
-  const int64_t vocab = cfg_.vocab_size;
+  const int64_t vocab = rank_.config().vocab_size;
   for (auto [r, k] : origin) {
     out.tokens.push_back(outs[size_t(r)].tokens.at(k));
     out.logprobs.push_back(outs[size_t(r)].logprobs.at(k));
@@ -153,7 +154,8 @@ StepOutput ExpertRunner::next() {
 void ExpertRunner::stop() {
   if (stopped_) return;
   stopped_ = true;
-  for (int r = 1; r < ch_.size(); ++r) ch_.send(r, kTagStop, {});
+  RmaChannel& ch = rank_.channel();
+  for (int r = 1; r < ch.size(); ++r) ch.send(r, kTagStop, {});
 }
 
 }  // namespace trillion

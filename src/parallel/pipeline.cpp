@@ -42,9 +42,7 @@ void PipelineStage::run_and_forward(uint64_t ticket, const StepInput& in, std::v
     msg = encode_head_part(head_part(ticket, in, x.data()), cfg_.hidden_size);
     dest = 0;
   } else if (last) {
-    StepOutput out = head_step(model_, x.data(), in, spec_.get());
-    out.ticket = ticket;
-    msg = encode_result(out);
+    msg = encode_result(head_step(ticket, in, x.data()));
     dest = 0;
   } else {
     msg = encode_step(ticket, in, x.data(), cfg_.hidden_size);
@@ -103,35 +101,52 @@ RankMetrics PipelineStage::metrics() const {
   return m;
 }
 
+std::vector<float> PipelineStage::embed_and_forward(const StepInput& in) {
+  const int64_t n = in.batch.size();
+  std::vector<float> x(size_t(n * cfg_.hidden_size));
+  model_.embed(in.tokens.data(), n, x.data());
+  model_.forward(in.batch, x.data(), cache_);
+  return x;
+}
+
+StepOutput PipelineStage::head_step(uint64_t ticket, const StepInput& in, const float* x) {
+  StepOutput out = trillion::head_step(model_, x, in, spec_.get());
+  out.ticket = ticket;
+  return out;
+}
+
 PipelineRunner::PipelineRunner(RmaChannel& ch, const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
                                const Layout& layout, const RunShape& shape)
-    : PipelineStage(ch, cfg, source, pool, layout, shape),
+    : stage_(ch, cfg, source, pool, layout, shape),
       micro_batches_(shape.micro_batches > 0 ? shape.micro_batches : ch.size()) {
   if (ch.rank() != 0) throw Error("PipelineRunner runs on rank 0");
 }
 
 void PipelineRunner::drain_results(bool block) {
-  const int last = ch_.size() - 1;
+  RmaChannel& ch = stage_.channel();
+  const ModelConfig& cfg = stage_.config();
+  const int last = ch.size() - 1;
   for (;;) {
     std::optional<Message> m;
     auto t0 = clock_type::now();
     if (block) {
-      m = ch_.recv(last);
+      m = ch.recv(last);
     } else {
-      m = ch_.try_recv(last);
+      m = ch.try_recv(last);
       if (!m) return;
     }
-    wait_ += since(t0);
-    if (range_.head_split > 0) {
+    stage_.add_wait(since(t0));
+    if (stage_.range().head_split > 0) {
       if (m->tag != kTagHeadPart)
         throw Error("protocol error: rank 0 expected a head part, got tag " + std::to_string(m->tag));
       auto t1 = clock_type::now();
-      results_.push_back(finish_head(decode_head_part(m->data, cfg_.hidden_size, cfg_.vocab_size - range_.head_split)));
-      busy_ += since(t1);
+      results_.push_back(
+          finish_head(decode_head_part(m->data, cfg.hidden_size, cfg.vocab_size - stage_.range().head_split)));
+      stage_.add_busy(since(t1));
     } else {
       if (m->tag != kTagResult)
         throw Error("protocol error: rank 0 expected a result, got tag " + std::to_string(m->tag));
-      results_.push_back(decode_result(m->data, cfg_.vocab_size));
+      results_.push_back(decode_result(m->data, cfg.vocab_size));
     }
     --in_flight_;
     if (block) return;
@@ -140,34 +155,29 @@ void PipelineRunner::drain_results(bool block) {
 
 void PipelineRunner::submit(uint64_t ticket, const StepInput& in) {
   if (stopped_) throw Error("PipelineRunner: submit after stop");
-  const int64_t n = in.batch.size();
-  std::vector<float> x(size_t(n * cfg_.hidden_size));
+  RmaChannel& ch = stage_.channel();
   auto t0 = clock_type::now();
-  model_.embed(in.tokens.data(), n, x.data());
-  if (ch_.size() == 1) {
-    model_.forward(in.batch, x.data(), cache_);
-    StepOutput out = head_step(model_, x.data(), in, spec_.get());
-    out.ticket = ticket;
-    results_.push_back(std::move(out));
-    busy_ += since(t0);
+  const std::vector<float> x = stage_.embed_and_forward(in);
+  if (ch.size() == 1) {
+    results_.push_back(stage_.head_step(ticket, in, x.data()));
+    stage_.add_busy(since(t0));
     return;
   }
-  model_.forward(in.batch, x.data(), cache_);
-  const std::vector<std::byte> msg = encode_step(ticket, in, x.data(), cfg_.hidden_size);
-  busy_ += since(t0);
-  if (range_.head_split > 0) pending_.push_back({ticket, in});
+  const std::vector<std::byte> msg = encode_step(ticket, in, x.data(), stage_.config().hidden_size);
+  stage_.add_busy(since(t0));
+  if (stage_.range().head_split > 0) pending_.push_back({ticket, in});
   ++in_flight_;
   // Never block on rank 1's ring while results wait for us: the last stage
   // could be blocked on our ring, and rank 1 on its successor (a cycle).
   auto t1 = clock_type::now();
-  const double busy_before = busy_, wait_before = wait_;
-  Backoff backoff = ch_.backoff();
-  while (!ch_.try_send(1, kTagStep, msg)) {
+  const double busy_before = stage_.busy(), wait_before = stage_.wait();
+  Backoff backoff = ch.backoff();
+  while (!ch.try_send(1, kTagStep, msg)) {
     drain_results(false);
     backoff.pause();
   }
   // drain_results counts its own wait and a split head's work: the rest is this wait.
-  wait_ += since(t1) - (busy_ - busy_before) - (wait_ - wait_before);
+  stage_.add_wait(since(t1) - (stage_.busy() - busy_before) - (stage_.wait() - wait_before));
 }
 
 // Rank 0's half of a split head: its lm_head rows of the normed rows the last
@@ -178,10 +188,10 @@ StepOutput PipelineRunner::finish_head(HeadPart part) {
     throw Error("protocol error: head part for step " + std::to_string(part.ticket) + " out of order");
   const StepInput in = std::move(pending_.front().second);
   pending_.pop_front();
-  const int64_t m = part.m, split = range_.head_split, vocab = cfg_.vocab_size;
+  const int64_t m = part.m, split = stage_.range().head_split, vocab = stage_.config().vocab_size;
   if (m != int64_t(in.logit_rows.size())) throw Error("protocol error: head part rows do not match the step");
   std::vector<float> first(size_t(m * split));
-  model_.head(part.h.data(), m, first.data());
+  stage_.head_rows(part.h.data(), m, first.data());
   StepOutput out;
   out.ticket = part.ticket;
   out.logits.resize(size_t(m * vocab));
@@ -190,7 +200,7 @@ StepOutput PipelineRunner::finish_head(HeadPart part) {
     std::memcpy(&out.logits[size_t(i * vocab + split)], &part.logits[size_t(i * (vocab - split))],
                 size_t(vocab - split) * sizeof(float));
   }
-  choose_tokens(cfg_, in, out);
+  choose_tokens(stage_.config(), in, out);
   return out;
 }
 
@@ -205,13 +215,14 @@ StepOutput PipelineRunner::next() {
 }
 
 void PipelineRunner::stop() {
-  if (stopped_ || ch_.size() == 1) {
+  RmaChannel& ch = stage_.channel();
+  if (stopped_ || ch.size() == 1) {
     stopped_ = true;
     return;
   }
   while (in_flight_ > 0) drain_results(true);
   stopped_ = true;
-  ch_.send(1, kTagStop, {});
+  ch.send(1, kTagStop, {});
 }
 
 }  // namespace trillion

@@ -13,7 +13,6 @@
 #include <memory>
 #include <vector>
 
-#include "parallel/step_runner.hpp"
 #include "model/kv_cache.hpp"
 #include "model/transformer.hpp"
 #include "parallel/rank_metrics.hpp"
@@ -35,7 +34,23 @@ class PipelineStage {
   void serve();
   RankMetrics metrics() const;
 
- protected:
+  // Stage 0 (rank 0), for its PipelineRunner: the step's rows embedded and
+  // run through this stage's layers; with one stage, the head's choice too.
+  std::vector<float> embed_and_forward(const StepInput& in);
+  StepOutput head_step(uint64_t ticket, const StepInput& in, const float* x);
+  // lm_head rows [0, head_split) of normed rows h [m, d] (a split head's first part).
+  void head_rows(const float* h, int64_t m, float* out) const { model_.head(h, m, out); }
+  const ModelConfig& config() const { return cfg_; }
+  const LayerRange& range() const { return range_; }
+  const KvCache& cache() const { return cache_; }
+  RmaChannel& channel() const { return ch_; }
+  // The coordinator's time, in metrics(): computing, and waiting for the other stages.
+  void add_busy(double seconds) { busy_ += seconds; }
+  void add_wait(double seconds) { wait_ += seconds; }
+  double busy() const { return busy_; }
+  double wait() const { return wait_; }
+
+ private:
   // Runs this stage's layers on a step and passes it on (or, on the last
   // stage, returns its result to rank 0).
   void run_and_forward(uint64_t ticket, const StepInput& in, std::vector<float>& x);
@@ -52,25 +67,27 @@ class PipelineStage {
   double busy_ = 0, wait_ = 0;
 };
 
-// Rank 0's view: a StepRunner over the whole pipeline (stage 0 included).
-class PipelineRunner : public StepRunner, public PipelineStage {
+// Rank 0's view: a StepRunner over the whole pipeline, stage 0 its own.
+class PipelineRunner : public StepRunner {
  public:
   PipelineRunner(RmaChannel& ch, const ModelConfig& cfg, TensorSource& source, ThreadPool& pool,
                  const Layout& layout, const RunShape& shape);
-  int64_t vocab_size() const override { return cfg_.vocab_size; }
-  int32_t slots() const override { return cache_.slots(); }
-  int32_t max_len() const override { return cache_.max_len(); }
+  int64_t vocab_size() const override { return stage_.config().vocab_size; }
+  int32_t slots() const override { return stage_.cache().slots(); }
+  int32_t max_len() const override { return stage_.cache().max_len(); }
   int max_in_flight() const override { return micro_batches_; }
   // Every stage's cache has the same blocks and sees the same steps: one pool stands for all.
-  KvPools kv_pools() const override { return KvPools(1, cache_.blocks()); }
+  KvPools kv_pools() const override { return KvPools(1, stage_.cache().blocks()); }
   void submit(uint64_t ticket, const StepInput& in) override;
   StepOutput next() override;
   // Ends the other ranks' serve loops (call once, after the last step).
   void stop();
+  RankMetrics metrics() const { return stage_.metrics(); }
 
  private:
   void drain_results(bool block);
   StepOutput finish_head(HeadPart part);
+  PipelineStage stage_;
   int micro_batches_;
   std::deque<std::pair<uint64_t, StepInput>> pending_;  // split head: steps in flight, for the choice
   int64_t in_flight_ = 0;           // submitted steps whose results have not arrived

@@ -64,8 +64,9 @@ class SingleRank final : public RankRole {
   LocalRunner runner_;
 };
 
-// Rank 0 of a parallel layout: `Part` is the mode's StepRunner, which also
-// computes rank 0's own share and has stop() to end the others' loops.
+// Rank 0 of a parallel layout: `Part` is the mode's StepRunner, which holds
+// rank 0's own part (a PipelineStage, an ExpertRank) and drives the others;
+// its stop() ends their serve loops.
 template <class Part>
 class Coordinator final : public RankRole {
  public:
