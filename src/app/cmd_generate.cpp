@@ -20,6 +20,95 @@ namespace trillion::app {
 
 namespace {
 
+// The OpenAI records' model name (the model directory's name) and creation time; text through the codec.
+ResultContext result_context(const std::string& model_dir, const TextSupport& text) {
+  ResultContext ctx;
+  const std::filesystem::path dir = std::filesystem::path(model_dir).lexically_normal();
+  ctx.model = dir.filename().string();
+  if (ctx.model.empty()) ctx.model = dir.parent_path().filename().string();  // "models/kjv/"
+  ctx.created = int64_t(std::time(nullptr));
+  ctx.decode = text.codec.decode;
+  return ctx;
+}
+
+SchedulerOptions scheduler_options(const RunOptions& ro, const TextSupport& text, int64_t vocab, const char* command) {
+  SchedulerOptions sopts;
+  sopts.step_tokens = ro.step_tokens;
+  sopts.speculative = !ro.speculative.empty();
+  sopts.prefix_sharing = ro.prefix_sharing;
+  sopts.text_stream = text.codec.stream;  // stop strings are matched here, on rank 0, which runs the scheduler
+  // lm_head rows past the tokenizer (vocabulary padding) have no text: never choose them.
+  if (text.vocab_size > 0 && text.vocab_size < vocab) {
+    sopts.token_limit = text.vocab_size;
+    std::fprintf(stderr, "%s: ids %d..%lld have no token in the tokenizer: never sampled\n", command,
+                 text.vocab_size, (long long)vocab - 1);
+  }
+  return sopts;
+}
+
+// The run's figures for --metrics (docs/metrics.md): `wall` seconds since the
+// first request's step (after the warm-up), `generated` tokens so far.
+nlohmann::json generate_figures(const SchedulerStats& st, const nlohmann::json& requests, double wall,
+                                int64_t generated, const Cluster& cluster, const std::string& speculative) {
+  nlohmann::json j{
+      {"command", "generate"},
+      {"requests", requests},
+      {"steps", st.steps},
+      {"tokens",
+       {{"prefill", st.prefill_tokens},
+        {"prefill_reused", st.prefill_reused},
+        {"decode", st.decode_tokens},
+        {"generated", generated}}},
+      {"seconds",
+       {{"generation", wall},
+        {"prefill_steps", st.prefill_seconds},
+        {"decode_steps", st.decode_seconds},
+        {"first_step", st.first_step_seconds},
+        // From the process's start (before MPI_Init) to its first step's
+        // submission (the warm-up's, with one): loading, mapping, allocating.
+        {"start_to_first_step", st.first_submitted ? cluster.seconds_until(*st.first_submitted) : 0.0},
+        {"warmup", st.warmup_seconds}}},
+      {"first_step_rows", st.first_step_rows},
+      {"tokens_per_second",
+       {{"prefill", st.prefill_seconds > 0 ? double(st.prefill_tokens) / st.prefill_seconds : 0.0},
+        {"decode", st.decode_seconds > 0 ? double(st.decode_tokens) / st.decode_seconds : 0.0},
+        {"generated", wall > 0 ? double(generated) / wall : 0.0}}}};
+  if (!speculative.empty())
+    j["speculative"] = {{"method", speculative},
+                        {"drafted", st.drafted},
+                        {"accepted", st.accepted},
+                        {"acceptance_rate", st.drafted > 0 ? double(st.accepted) / double(st.drafted) : 0.0},
+                        {"tokens_per_step", st.steps > 0 ? double(generated) / double(st.steps) : 0.0}};
+  return j;
+}
+
+// A result's record. A request that cannot be turned into its record (its
+// text, its logprobs) fails alone, as an error record naming why (`failure`);
+// a write that fails (a full disk) ends the job (BatchJob).
+nlohmann::json record_of(const GenerationResult& r, const ResultContext& ctx, std::string& failure) {
+  try {
+    return result_record(r, ctx);
+  } catch (const std::exception& e) {
+    GenerationResult bad = r;
+    bad.error = failure = std::string("cannot format the result: ") + e.what();
+    return result_record(bad, ctx);
+  }
+}
+
+void print_summary(const BatchJob<GenerateRequest>& job, const SchedulerStats& st, const nlohmann::json& fig,
+                   int64_t generated) {
+  if (fig.contains("speculative"))
+    std::fprintf(stderr, "%s: speculative (%s): %lld drafts, %lld accepted (%.1f%%)\n", job.command(),
+                 fig["speculative"]["method"].get<std::string>().c_str(), (long long)st.drafted,
+                 (long long)st.accepted, 100.0 * fig["speculative"]["acceptance_rate"].get<double>());
+  std::fprintf(stderr,
+               "%s: %zu requests (%lld bad lines, %lld failed); %lld prompt tokens computed, %lld read from shared "
+               "prefixes, %lld generated in %.2f s (%.1f generated tokens/s)\n",
+               job.command(), job.runnable().size(), (long long)job.bad_lines(), (long long)job.failed(),
+               (long long)st.prefill_tokens, (long long)st.prefill_reused, (long long)generated,
+               fig["seconds"]["generation"].get<double>(), fig["tokens_per_second"]["generated"].get<double>());
+}
+
 nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const RunOptions& ro, const BatchPaths& paths,
                                  bool warmup) {
   std::vector<Parsed<GenerateRequest>> parsed;
@@ -32,62 +121,15 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
   tokenize_prompts(parsed, &text.codec, runner.vocab_size(), runner.max_len());
   reject_unfittable(parsed, runner.max_len(), runner.kv_pools());
   BatchJob<GenerateRequest> job(cluster, paths, parsed);
-  ResultContext ctx;
-  ctx.model = std::filesystem::path(ro.model_dir).lexically_normal().filename().string();
-  if (ctx.model.empty()) ctx.model = std::filesystem::path(ro.model_dir).lexically_normal().parent_path().filename().string();
-  ctx.created = int64_t(std::time(nullptr));
-  ctx.decode = text.codec.decode;
-
-  SchedulerOptions sopts;
-  sopts.step_tokens = ro.step_tokens;
-  sopts.speculative = !ro.speculative.empty();
-  sopts.prefix_sharing = ro.prefix_sharing;
-  sopts.text_stream = text.codec.stream;  // stop strings are matched here, on rank 0, which runs the scheduler
-  // lm_head rows past the tokenizer (vocabulary padding) have no text: never choose them.
-  if (text.vocab_size > 0 && text.vocab_size < runner.vocab_size()) {
-    sopts.token_limit = text.vocab_size;
-    std::fprintf(stderr, "%s: ids %d..%lld have no token in the tokenizer: never sampled\n", paths.command,
-                 text.vocab_size, (long long)runner.vocab_size() - 1);
-  }
+  const ResultContext ctx = result_context(ro.model_dir, text);
+  SchedulerOptions sopts = scheduler_options(ro, text, runner.vocab_size(), paths.command);
   int64_t generated = 0;
   auto t0 = std::chrono::steady_clock::now();
-  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   const Scheduler* sched = nullptr;
   // The run's figures so far (running --metrics updates) or at the end.
   auto figures = [&] {
-    const SchedulerStats& st = sched->stats();
-    const double wall = seconds();
-    nlohmann::json j{
-        {"command", "generate"},
-        {"requests", job.requests_json()},
-        {"steps", st.steps},
-        {"tokens",
-         {{"prefill", st.prefill_tokens},
-          {"prefill_reused", st.prefill_reused},
-          {"decode", st.decode_tokens},
-          {"generated", generated}}},
-        {"seconds",
-         {{"generation", wall},
-          {"prefill_steps", st.prefill_seconds},
-          {"decode_steps", st.decode_seconds},
-          {"first_step", st.first_step_seconds},
-          // From the process's start (before MPI_Init) to its first step's
-          // submission (the warm-up's, with one): loading, mapping, allocating.
-          {"start_to_first_step",
-           st.first_submitted ? cluster.seconds_until(*st.first_submitted) : 0.0},
-          {"warmup", st.warmup_seconds}}},
-        {"first_step_rows", st.first_step_rows},
-        {"tokens_per_second",
-         {{"prefill", st.prefill_seconds > 0 ? double(st.prefill_tokens) / st.prefill_seconds : 0.0},
-          {"decode", st.decode_seconds > 0 ? double(st.decode_tokens) / st.decode_seconds : 0.0},
-          {"generated", wall > 0 ? double(generated) / wall : 0.0}}}};
-    if (sopts.speculative)
-      j["speculative"] = {{"method", ro.speculative},
-                          {"drafted", st.drafted},
-                          {"accepted", st.accepted},
-                          {"acceptance_rate", st.drafted > 0 ? double(st.accepted) / double(st.drafted) : 0.0},
-                          {"tokens_per_step", st.steps > 0 ? double(generated) / double(st.steps) : 0.0}};
-    return j;
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return generate_figures(sched->stats(), job.requests_json(), wall, generated, cluster, ro.speculative);
   };
   int64_t prefill_seen = 0;  // prompt tokens submitted as of the last step's return
   sopts.after_step = [&] {
@@ -108,33 +150,13 @@ nlohmann::json generate_on_rank0(Cluster& cluster, StepRunner& runner, const Run
   }
   const bool completed = scheduler.run(job.runnable(), [&](const GenerationResult& r) {
     const int64_t completion = int64_t(r.token_ids.size());
-    // A request that cannot be turned into its record (its text, its
-    // logprobs) fails alone; a write that fails (a full disk) ends the job.
-    nlohmann::json record;
     std::string failure = r.error;
-    try {
-      record = result_record(r, ctx);
-    } catch (const std::exception& e) {
-      GenerationResult bad = r;
-      bad.error = failure = std::string("cannot format the result: ") + e.what();
-      record = result_record(bad, ctx);
-    }
+    const nlohmann::json record = record_of(r, ctx, failure);
     generated += completion;
     job.finished(*r.request, failure, record, completion);
   });
   const nlohmann::json fig = figures();
-  if (!job.complete(completed)) return fig;
-  if (sopts.speculative)
-    std::fprintf(stderr, "%s: speculative (%s): %lld drafts, %lld accepted (%.1f%%)\n", paths.command,
-                 ro.speculative.c_str(), (long long)scheduler.stats().drafted, (long long)scheduler.stats().accepted,
-                 100.0 * fig["speculative"]["acceptance_rate"].get<double>());
-  std::fprintf(stderr,
-               "%s: %zu requests (%lld bad lines, %lld failed); %lld prompt tokens computed, %lld read from shared "
-               "prefixes, %lld generated in %.2f s (%.1f generated tokens/s)\n",
-               paths.command, job.runnable().size(), (long long)job.bad_lines(), (long long)job.failed(),
-               (long long)scheduler.stats().prefill_tokens, (long long)scheduler.stats().prefill_reused,
-               (long long)generated,
-               fig["seconds"]["generation"].get<double>(), fig["tokens_per_second"]["generated"].get<double>());
+  if (job.complete(completed)) print_summary(job, scheduler.stats(), fig, generated);
   return fig;
 }
 
