@@ -191,8 +191,9 @@ void int8_panel_pack(const QMatrix& W, int64_t r0, int64_t groups, PanelBuffer& 
 // rows, so the fetch keeps pace with the sweep.
 struct NextPanel {
   const uint8_t* base = nullptr;  // row 0 of the next panel; null: none
-  int64_t row_bytes = 0, lines = 0, next = 0;
+  int64_t row_bytes = 0, next = 0;
   [[gnu::always_inline]] inline void step(int count) {
+    const int64_t lines = (row_bytes + 63) / 64;  // 64-byte lines per row
     for (int c = 0; c < count && next < lines * kPanelRows; ++c, ++next)
       _mm_prefetch(reinterpret_cast<const char*>(base + (next % kPanelRows) * row_bytes + (next / kPanelRows) * 64),
                    _MM_HINT_T1);
@@ -259,7 +260,7 @@ void int4_lane_starts(const Q8Rows& xq, int64_t t0, int64_t nt, std::vector<int3
 // lane k's 4 bytes), then split into the stored nibbles (w + 8, unsigned):
 // lo (the even columns) and hi (the odd ones), as int4_pair splits them. A
 // lone last pair has 16 bytes (lanes 0..3); zeros stand for the rest.
-void int4_panel_pack(const QMatrix& W, int64_t r0, PanelBuffer& b, int64_t groups, int64_t pairs) {
+void int4_panel_pack(const QMatrix& W, int64_t r0, int64_t groups, int64_t pairs, PanelBuffer& b) {
   b.lines.resize(size_t(pairs * 16));
   const int64_t row_bytes = W.cols / 2;
   const uint8_t* base = static_cast<const uint8_t*>(W.data) + r0 * row_bytes;
@@ -360,7 +361,6 @@ void matmul_q8_panels_avx512(const QMatrix& W, const Q8Rows& xq, float* y, int64
       if (pn + 1 < panels) {
         next.base = static_cast<const uint8_t*>(W.data) + (pr + kPanelRows) * row_bytes;
         next.row_bytes = row_bytes;
-        next.lines = (row_bytes + 63) / 64;
       }
       if (int8) {
         int8_panel_pack(W, pr, xq.groups, b);
@@ -368,7 +368,7 @@ void matmul_q8_panels_avx512(const QMatrix& W, const Q8Rows& xq, float* y, int64
           int8_panel_tokens<T>(b, xq, starts.data() + i * xq.groups * 8, t, y, ldy, pr, i == 0 ? &next : nullptr);
         });
       } else {
-        int4_panel_pack(W, pr, b, xq.groups, xq.pairs);
+        int4_panel_pack(W, pr, xq.groups, xq.pairs, b);
         panel_tokens(t0, nt, [&]<int T>(int64_t t, int64_t i) {
           int4_panel_tokens<T>(b, xq, starts.data() + i * xq.pairs * 8, t, y, ldy, pr, i == 0 ? &next : nullptr);
         });
