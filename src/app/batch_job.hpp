@@ -26,6 +26,8 @@ class BatchJob {
  public:
   // `parsed`: the file's lines as the command parsed and checked them.
   BatchJob(Cluster& cluster, const BatchPaths& paths, std::vector<Parsed<R>>& parsed);
+  BatchJob(const BatchJob&) = delete;  // its default figures see this object
+  BatchJob& operator=(const BatchJob&) = delete;
 
   // The good requests without a result yet, in file order.
   const std::vector<const R*>& runnable() const { return files_.runnable; }
