@@ -26,6 +26,8 @@ fi
 # autogroup can go unscheduled for seconds to a minute (measured with the tb5
 # namespace tests: a rank runnable but not run for 20 s while its peers spun).
 # The daemon stays in mpirun's session instead, so every rank of the cluster
-# is scheduled as a peer, as on separate machines.
+# is scheduled as a peer, as on separate machines. (Open MPI 5's prted makes
+# its own session whatever it is asked; mpirun's --leave-session-attached,
+# which jobs/study/cluster.py passes there, stops that.)
 cmd=$(printf ' %s' "$@" | sed -e 's/ --daemonize$//' -e 's/ --daemonize / /')
 exec ip netns exec "$ns" unshare --uts taskset -c "$core" sh -c 'hostname "$0" && exec sh -c "$1"' "$ns" "$cmd"

@@ -174,10 +174,12 @@ def launch_args(agent, net, major):
     4.1's ORTE launches through plm_rsh_agent and its windows over TCP need
     osc/pt2pt; 5.0's PRRTE takes plm_ssh_* and prte_if_include (as --prtemca;
     by interface name: PRRTE 3.0.8 finds no interface for a subnet in a
-    namespace) and has osc/rdma run windows over btl/tcp (active messages)."""
+    namespace) and has osc/rdma run windows over btl/tcp (active messages).
+    PRRTE's remote daemon makes a session of its own unless mpirun has
+    --leave-session-attached (netns-agent.sh says why that matters)."""
     if major >= 5:
         return ["--prtemca", "plm_ssh_agent", agent, "--prtemca", "plm_ssh_no_tree_spawn", "1",
-                "--prtemca", "prte_if_include", "eth0", "--mca", "osc", "rdma"]
+                "--prtemca", "prte_if_include", "eth0", "--leave-session-attached", "--mca", "osc", "rdma"]
     return ["--mca", "plm_rsh_agent", agent, "--mca", "plm_rsh_no_tree_spawn", "1",
             "--mca", "oob_tcp_if_include", subnet(net), "--mca", "osc", "pt2pt"]
 

@@ -76,11 +76,14 @@ fi
 # on osc/pt2pt; 5.0's PRRTE takes plm_ssh_* and prte_if_include (through
 # --prtemca; by interface names: PRRTE 3.0.8 finds no interface for the
 # subnet here and warns), and windows run on osc/rdma's active-message
-# emulation.
+# emulation. PRRTE's remote daemon starts a session of its own by itself
+# (no --daemonize asked): --leave-session-attached keeps it in mpirun's, as
+# the agent does for 4.1 (the scheduler autogroup, agent.sh above; CI saw a
+# host-0 rank silent for 60 s under load on 5.0 without it).
 major=$(mpirun --version 2>/dev/null | sed -n 's/^[a-z]* (Open MPI) \([0-9]*\)\..*/\1/p' | head -n 1)
 if [ "${major:-4}" -ge 5 ]; then
   launch="--prtemca plm_ssh_agent $work/agent.sh --prtemca plm_ssh_no_tree_spawn 1 \
-    --prtemca prte_if_include tb5v0$id,tb5v1$id --mca osc rdma"
+    --prtemca prte_if_include tb5v0$id,tb5v1$id --leave-session-attached --mca osc rdma"
 else
   launch="--mca plm_rsh_agent $work/agent.sh --mca plm_rsh_no_tree_spawn 1 \
     --mca oob_tcp_if_include $net.0/24 --mca osc pt2pt"
