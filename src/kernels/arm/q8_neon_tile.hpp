@@ -22,6 +22,19 @@
 namespace trillion::neon {
 namespace {
 
+// GCC's pre-allocation scheduling (-fschedule-insns, on at -O2 for arm64)
+// hoists every SDOT of a group before the conversions and FMAs that consume
+// them, which leaves more values live than the 32 registers: INT8's 4 x 2
+// tile stored and reloaded 4 accumulators a group (97 instructions a group;
+// 88 without that pass, no spill: bench/neon_loop_counts.py). The tiles
+// are written in the order they should run, so they turn the pass off.
+// Clang has no such attribute (and no such spill to avoid: untested here).
+#if defined(__GNUC__) && !defined(__clang__)
+#define TRILLION_TILE_ORDER __attribute__((optimize("no-schedule-insns")))
+#else
+#define TRILLION_TILE_ORDER
+#endif
+
 #if defined(__ARM_FEATURE_DOTPROD)
 // The lane sums on SDOT, for the files built with +dotprod (matmul_q8_sdot.cpp,
 // matmul_q8_smmla.cpp).
@@ -130,7 +143,7 @@ inline void store_outputs(Acc& acc, float* y, int64_t ldy, int64_t r0, int64_t t
 }
 
 template <class Dot, int R, int T>
-void tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float* y, int64_t ldy) {
+TRILLION_TILE_ORDER void tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float* y, int64_t ldy) {
   static_assert(R * T <= 8);
   Acc acc;  // zeros
   alignas(16) float s[R * T][kBlock];
@@ -180,7 +193,7 @@ template <class Dot, int R, int T, int H>
 // (2 pairs, no branch between their steps), then the last groups (a lone
 // even group among them when the count is odd).
 template <class Dot, int R, int T>
-void int4_tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float* y, int64_t ldy) {
+TRILLION_TILE_ORDER void int4_tile(const QMatrix& W, const Q8Rows& xq, int64_t r0, int64_t t0, float* y, int64_t ldy) {
   static_assert(R * T <= 8);
   Acc acc;  // zeros
   alignas(16) float s[R * T][kBlock];
