@@ -81,19 +81,23 @@ def check_rows(rid, got, ref_dir, rows):
     return ref
 
 
-# Reference: logits of every prefix, and greedy continuations (f32).
+# Reference (f32): logits of every prefix, and greedy continuations. int8 holds
+# the prompts' rows to the reference below, with the generated tokens' (one
+# resolution of its near ties per request covers both).
 ref_dir = os.path.join(case, "ref")
-reference(os.path.join(case, "score.jsonl"), ref_dir, os.path.join(case, "prefill"), args.greedy)
+if args.activations != "int8":
+    reference(os.path.join(case, "score.jsonl"), ref_dir, os.path.join(case, "prefill"), args.greedy)
 for r in requests:
     rid = r["id"]
     got = np.load(os.path.join(case, "prefill", rid + ".npy")).astype(np.float64)
     step = np.load(os.path.join(case, "stepwise", rid + ".npy"))
     f.check(got.shape[0] == len(r["token_ids"]), f"{rid}: {got.shape[0]} logit rows for {len(r['token_ids'])} tokens")
-    rows = logit_rows.RowCheck()
-    check_rows(rid, got, ref_dir, rows)
-    for p in rows.finish():
-        f.check(False, p)
-    print(f"{rid}: len {len(r['token_ids'])}, {rows.summary()}")
+    if args.activations != "int8":
+        rows = logit_rows.RowCheck()
+        check_rows(rid, got, ref_dir, rows)
+        for p in rows.finish():
+            f.check(False, p)
+        print(f"{rid}: len {len(r['token_ids'])}, {rows.summary()}")
     f.check(np.array_equal(np.load(os.path.join(case, "prefill", rid + ".npy")), step),
             f"{rid}: prefill logits differ from one-token-at-a-time logits")
 
@@ -114,7 +118,8 @@ for r in requests:
 
 if args.activations == "int8":
     # The whole sequence, prompt and generated tokens, scored by trillion and
-    # held to the reference with its near ties resolved: every row at 1e-4,
+    # held to the reference with its near ties resolved: every row at 1e-4
+    # (the prompt's rows are the prompt-only score's, checked bit for bit),
     # and every generated token is the engine's argmax there and the
     # reference's where its top-2 gap is clear (logit_rows.row_problem).
     full = [{"id": r["id"], "token_ids": r["token_ids"] + results[r["id"]]["token_ids"]} for r in requests

@@ -109,11 +109,11 @@ def run(args):
             if eng.shape != (len(ids), vocab):
                 raise SystemExit("--match-logits %s: %s.npy has shape %s, not %s" % (match, rid, eng.shape,
                                                                                        (len(ids), vocab)))
-            logits, flips, forwards, matched = tie_resolution.resolve(model, ids, eng)
-            model.w.flips = set(flips)  # the routing and tie positions of the resolved forward
-            _, routing = model.forward(ids, absorbed=args.absorbed)
-            model.w.flips = set()
-            resolution = {"tie_flips": [list(k) for k in flips], "tie_forwards": forwards, "tie_matched": matched}
+            res = tie_resolution.resolve(model, ids, eng, absorbed=args.absorbed)
+            logits, routing = res.logits, res.routing
+            model.w.tie_positions = res.tie_positions  # the resolved forward's, for routing.json
+            resolution = {"tie_flips": [list(k) for k in res.flips], "tie_forwards": res.forwards,
+                          "tie_matched": res.matched}
         elif args.generate:
             logits, routing, tokens, gaps, steps = model.generate_greedy(ids, args.generate, args.absorbed)
         else:

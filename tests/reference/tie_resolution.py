@@ -23,18 +23,27 @@ an engine error that is not a handful of such roundings cannot be matched.
 The flips found are reported; on the synthetic presets a request needs 0 to
 a few.
 """
+from collections import namedtuple
+
 import numpy as np
 
 import logit_rows
 
+# One causal forward: logits [T, vocab], the near-tie keys met, the routing,
+# the positions whose quantized inputs met a near tie.
+Pass = namedtuple("Pass", "logits keys routing tie_positions")
+# What resolve found: the reference's logits with `flips` (sorted keys) rounded
+# the other way, the forwards run, whether every row then meets the strict
+# bar, and that forward's routing and tie positions (for routing.json).
+Resolution = namedtuple("Resolution", "logits flips forwards matched routing tie_positions")
 
-def forward(model, ids, flips):
-    """(logits [T, vocab], near-tie keys met) of one causal forward over ids
-    with `flips` rounded the other way."""
+
+def forward(model, ids, flips, absorbed=False):
+    """One causal forward over ids with `flips` rounded the other way (a Pass)."""
     w = model.w
     w.flips, w.tie_keys, w.tie_positions = set(flips), set(), set()
-    logits, _ = model.forward(ids)
-    return logits, set(w.tie_keys)
+    logits, routing = model.forward(ids, absorbed=absorbed)
+    return Pass(logits, set(w.tie_keys), routing, set(w.tie_positions))
 
 
 def _first_bad(eng, ref):
@@ -46,40 +55,40 @@ def _first_bad(eng, ref):
     return None, 0.0
 
 
-def resolve(model, ids, eng, max_forwards=300):
-    """Reference logits for `ids` with its near ties rounded as the engine's
-    logits `eng` [T, vocab] show. Returns (logits, flips as sorted keys,
-    forwards run, True when every row then meets the strict bar)."""
+def resolve(model, ids, eng, max_forwards=300, absorbed=False):
+    """The reference for `ids` with its near ties rounded as the engine's
+    logits `eng` [T, vocab] show (a Resolution)."""
     flips = frozenset()
-    ref, keys = forward(model, ids, flips)
+    cur = forward(model, ids, flips, absorbed)
     forwards, tried = 1, set()
     while True:
-        t, err = _first_bad(eng, ref)
+        t, err = _first_bad(eng, cur.logits)
         if t is None:
             break
-        cands = sorted((k for k in keys if k[1] <= t and k not in flips and k not in tried),
+        cands = sorted((k for k in cur.keys if k[1] <= t and k not in flips and k not in tried),
                        key=lambda k: (-k[1], k))
         moved, halved = None, None
         for k in cands:
             if forwards >= max_forwards:
                 break
             tried.add(k)
-            r2, keys2 = forward(model, ids, flips | {k})
+            p = forward(model, ids, flips | {k}, absorbed)
             forwards += 1
-            t2, err2 = _first_bad(eng, r2)
+            t2, err2 = _first_bad(eng, p.logits)
             if t2 is None or t2 > t:
-                moved = (k, r2, keys2)
+                moved = (k, p)
                 break
-            if t2 == t and err2 <= 0.5 * err and (halved is None or err2 < halved[3]):
-                halved = (k, r2, keys2, err2)
+            if t2 == t and err2 <= 0.5 * err and (halved is None or err2 < halved[2]):
+                halved = (k, p, err2)
         chosen = moved or halved
         if chosen is None:
             break
         flips = flips | {chosen[0]}
-        ref, keys = chosen[1], chosen[2]
+        cur = chosen[1]
         tried = set()  # after a flip, a near tie tried before may now be the one
     model.w.flips = set()
-    return ref, sorted(flips), forwards, _first_bad(eng, ref)[0] is None
+    return Resolution(cur.logits, sorted(flips), forwards, _first_bad(eng, cur.logits)[0] is None, cur.routing,
+                      cur.tie_positions)
 
 
 def self_check(model, ids):
@@ -88,18 +97,18 @@ def self_check(model, ids):
     found (that flip, every row at the bar), and logits 2% off everywhere
     must not be matched. Returns (near ties met, the flip planted and found,
     None when no single flip moves a row past the bar)."""
-    base, keys = forward(model, ids, set())
+    first = forward(model, ids, set())
+    base = first.logits
     planted_key = None
-    for k in sorted(keys, key=lambda k: (k[1], k)):
-        planted, _ = forward(model, ids, {k})
+    for k in sorted(first.keys, key=lambda k: (k[1], k)):
+        planted = forward(model, ids, {k}).logits
         if _first_bad(planted, base)[0] is None:
             continue  # this flip moves no row past the bar: nothing to find
-        _, flips, _, ok = resolve(model, ids, planted)
-        if not ok or k not in flips:
-            raise AssertionError("tie_resolution: planted flip %r not found (found %r)" % (k, flips))
+        res = resolve(model, ids, planted)
+        if not res.matched or k not in res.flips:
+            raise AssertionError("tie_resolution: planted flip %r not found (found %r)" % (k, res.flips))
         planted_key = k
         break
-    _, _, _, ok = resolve(model, ids, base * 1.02, max_forwards=20)
-    if ok:
+    if resolve(model, ids, base * 1.02, max_forwards=20).matched:
         raise AssertionError("tie_resolution: logits 2% off were matched by flips")
-    return len(keys), planted_key
+    return len(first.keys), planted_key
