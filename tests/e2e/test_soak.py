@@ -11,9 +11,10 @@ padding ids are masked) and a chat template, written here.
 
 Memory is read from outside: /proc/<pid>/status VmRSS of every rank (found
 by OMPI_COMM_WORLD_RANK in its environment) about 4 times a second, against
-the number of results written. Bar: from 10% of the requests to the last
-result, no rank's RSS exceeds its value at 10% by more than 10% (the
-teardown after the last result is reported, not judged).
+the number of results written. Bar: from 10% to 95% of the requests, no
+rank's RSS exceeds its value at 10% by more than 10% (the last 5% and the
+teardown, where --metrics' final figures load Open MPI's components, are
+reported, not judged).
 
     test_soak.py --trillion T --work W --mpiexec mpirun [--requests 10000] [--curve soak.csv] [--plot soak.png]
 
@@ -219,23 +220,27 @@ ids = [t for r in good for t in (r.get("token_ids") or r.get("response", {}).get
                                  .get("choices", [{}])[0].get("token_ids", []))]
 f.check(all(0 <= t < tokenizer_size for t in ids), f"{len(ids)} generated ids, none past the tokenizer")
 
-# The memory bar: from the sample nearest 10% of the results to the last
-# sample taken while results were still being written, per rank. After the
-# last result every rank grows by 2-3 MiB once: --metrics' final figures
-# enumerate Open MPI's performance variables (MPI_T), which loads every MCA
-# component (without --metrics RSS falls there instead). That is the end of
-# the job, not growth under load, so it is printed and not judged.
+# The memory bar: from the sample nearest 10% of the results to the last one
+# before 95% of them, per rank. At the end every rank grows by 2-3 MiB once:
+# --metrics' final figures enumerate Open MPI's performance variables (MPI_T),
+# which loads every MCA component (without --metrics RSS falls there
+# instead), and a rank with no work left may start that before rank 0 has
+# written the last results (a pipeline rank 0 was once at +6.3% in a sample
+# just before the last lines were counted). That is the end of the job, not
+# growth under load: the last 5% and the teardown are printed, not judged.
 warm = next((i for i, (done, _, _) in enumerate(curve) if done >= len(lines) // 10), None)
-serving = [i for i, (done, _, _) in enumerate(curve) if warm is not None and i >= warm and done < len(lines)]
-f.check(len(serving) >= 5, f"memory samples between 10% and the last result: {len(serving)}")
+cut = len(lines) * 95 // 100
+serving = [i for i, (done, _, _) in enumerate(curve) if warm is not None and i >= warm and done < cut]
+f.check(len(serving) >= 5, f"memory samples between 10% and 95% of the results: {len(serving)}")
 if serving:
     for r in range(args.ranks):
         at10 = curve[warm][2][r]
         peak = max(curve[i][2][r] for i in serving)
+        tail = max(v[r] for done, _, v in curve[serving[-1] + 1:]) if serving[-1] + 1 < len(curve) else peak
         end = curve[-1][2][r]
-        print(f"rank {r}: RSS {at10:.1f} MiB at 10%, max until the last result {peak:.1f} MiB ({peak / at10 - 1:+.1%}), "
-              f"at teardown {end:.1f} MiB", flush=True)
-        f.check(peak <= 1.10 * at10, f"rank {r}: RSS stays within 10% from 10% of the requests to the last result")
+        print(f"rank {r}: RSS {at10:.1f} MiB at 10%, max until 95% {peak:.1f} MiB ({peak / at10 - 1:+.1%}), "
+              f"max after {tail:.1f} MiB, at teardown {end:.1f} MiB", flush=True)
+        f.check(peak <= 1.10 * at10, f"rank {r}: RSS stays within 10% from 10% to 95% of the requests")
 try:
     final = json.load(open(metrics))
     f.check(final.get("final") is True and len(final["per_rank"]) == args.ranks and
