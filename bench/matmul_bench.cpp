@@ -22,6 +22,7 @@
 #include "common/thread_pool.hpp"
 #include "kernels/isa.hpp"
 #include "kernels/matmul.hpp"
+#include "kernels/matmul_bf16.hpp"
 #include "kernels/matmul_q8.hpp"
 #include "calibrate/kernel_probe.hpp"
 
@@ -48,6 +49,29 @@ void dispatch_latency(ThreadPool& pool) {
   const double mm = wall_per_call([&] { matmul(o.m, x.data(), 1, y.data(), pool); });
   std::printf("dispatch: empty parallel_for %.2f us mean (%.2f us fastest), 512x2048 INT8 n=1 matmul %.2f us (%.1f GB/s)\n",
               empty * 1e6, fastest * 1e6, mm * 1e6, double(qmatrix_bytes(o.m)) / mm / 1e9);
+}
+
+// FP8 weights on the bf16 path (kernels/matmul_bf16.hpp: activations rounded
+// to bf16 in each call, vdpbf16ps where the CPU has it, else the scalar
+// definition): the candidate for FP8 without a second copy (issue 45).
+void fp8_bf16_row(int64_t rows, int64_t cols, ThreadPool& pool, int copies) {
+  std::vector<Owned> Ws;
+  for (int i = 0; i < copies; ++i) Ws.push_back(make_matrix(MatFormat::FP8_B128, rows, cols));
+  std::vector<float> x = random_x(32 * cols), y(size_t(32 * rows));
+  Bf16Rows xb;
+  size_t next = 0;
+  auto per_call = [&](int64_t n) {
+    return wall_per_call([&] {
+      round_bf16_rows(x.data(), n, cols, xb);
+      matmul_bf16(Ws[next].m, xb, y.data(), pool);
+      next = (next + 1) % Ws.size();
+    });
+  };
+  const double t1 = per_call(1), t4 = per_call(4), t8 = per_call(8), t32 = per_call(32);
+  const double flop = 2.0 * double(rows) * double(cols), bytes = double(qmatrix_bytes(Ws.front().m));
+  std::printf("%-9s %9.1f %9.2f %9.1f %12.1f %9.1f %12.1f %13.1f%s\n", "FP8xBF16", bytes / t1 / 1e9,
+              double(rows * cols) / t1 / 1e9, bytes / t4 / 1e9, 4 * flop / t4 / 1e9, bytes / t8 / 1e9,
+              8 * flop / t8 / 1e9, 32 * flop / t32 / 1e9, bf16_native() ? "" : "  (scalar definition: no AVX-512 BF16)");
 }
 
 }  // namespace
@@ -93,6 +117,7 @@ int main(int argc, char** argv) {
                 double(rows * cols) / t1 / 1e9, bytes / t4 / 1e9, 4 * flop / t4 / 1e9, bytes / t8 / 1e9,
                 8 * flop / t8 / 1e9, 32 * flop / t32 / 1e9);
    }
+   if (f == MatFormat::FP8_B128 && (only == "," || only.find(",fp8,") != std::string::npos)) fp8_bf16_row(rows, cols, pool, copies);
   }
   return 0;
 }

@@ -59,9 +59,11 @@ int main(int argc, char** argv) {
                   int8->gops_all, int8->name.c_str());
     std::printf(", \"peaks\": [");
     for (size_t i = 0; i < peaks.size(); ++i)
-      std::printf("%s{\"name\": \"%s\", \"integer\": %s, \"path\": \"%s\", \"gops_1\": %.1f, \"gops_all\": %.1f}",
-                  i ? ", " : "", peaks[i].name.c_str(), peaks[i].integer ? "true" : "false", to_string(peaks[i].isa),
-                  peaks[i].gops_1, peaks[i].gops_all);
+      std::printf("%s{\"name\": \"%s\", \"kind\": \"%s\", \"integer\": %s, \"path\": \"%s\", \"gops_1\": %.1f, "
+                  "\"gops_all\": %.1f}",
+                  i ? ", " : "", peaks[i].name.c_str(), to_string(peaks[i].kind),
+                  peaks[i].kind == PeakKind::int8 ? "true" : "false", to_string(peaks[i].isa), peaks[i].gops_1,
+                  peaks[i].gops_all);
     std::printf("]}\n");
   } else {
     std::printf("memory read bandwidth: %.1f GB/s (1 thread), %.1f GB/s (%d threads)\n", r1, rn, threads);
@@ -71,7 +73,10 @@ int main(int argc, char** argv) {
                 to_string(kernel_isa()));
     for (const PeakRate& p : peaks)
       std::printf("  %-30s %8.1f %8.1f%s\n", p.name.c_str(), p.gops_1, p.gops_all,
-                  &p == fma ? "  (FP32 FMA peak)" : &p == int8 ? "  (int8 peak of the path in use)" : "");
+                  &p == fma                    ? "  (FP32 FMA peak)"
+                  : &p == int8                 ? "  (int8 peak of the path in use)"
+                  : p.kind == PeakKind::bf16   ? "  (bf16 dot peak: FP8 on the bf16 path)"
+                                               : "");
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "calibrate/peak_chains.hpp"
+#include "kernels/matmul_bf16.hpp"
 
 namespace trillion {
 
@@ -16,6 +17,7 @@ PeakLoop peak_pair_ymm();
 PeakLoop peak_dpbusd_ymm();
 PeakLoop peak_fma_zmm();
 PeakLoop peak_dpbusd_zmm();
+PeakLoop peak_dpbf16_zmm();
 #elif defined(__aarch64__)
 PeakLoop peak_fmla();
 PeakLoop peak_sdot();
@@ -30,28 +32,33 @@ float scalar_fma(float a) { return a * 0.999999f + 1e-7f; }
 
 struct Probe {
   const char* name;
-  bool integer;
+  PeakKind kind;
   KernelIsa isa;      // runs where this path is available
   KernelIsa path;     // the kernel path whose instruction it is
   PeakLoop (*loop)();
   double ops;         // per instruction: 2 per multiply-add
+  bool (*also)() = nullptr;  // a further CPU check (an extension the path's own check does not cover)
 };
 
 std::vector<Probe> probes() {
 #if defined(__x86_64__)
-  return {{"fp32 fma ymm", false, KernelIsa::avx2, KernelIsa::avx2, peak_fma_ymm, 16},
-          {"int8 vpmaddubsw+vpmaddwd ymm", true, KernelIsa::avx2, KernelIsa::avx2, peak_pair_ymm, 64},
-          {"int8 vpdpbusd ymm", true, KernelIsa::avx2_vnni, KernelIsa::avx2_vnni, peak_dpbusd_ymm, 64},
-          {"fp32 fma zmm", false, KernelIsa::avx512, KernelIsa::avx512, peak_fma_zmm, 32},
-          {"int8 vpdpbusd zmm", true, KernelIsa::avx512, KernelIsa::avx512, peak_dpbusd_zmm, 128}};
+  using K = PeakKind;
+  return {{"fp32 fma ymm", K::fp32, KernelIsa::avx2, KernelIsa::avx2, peak_fma_ymm, 16},
+          {"int8 vpmaddubsw+vpmaddwd ymm", K::int8, KernelIsa::avx2, KernelIsa::avx2, peak_pair_ymm, 64},
+          {"int8 vpdpbusd ymm", K::int8, KernelIsa::avx2_vnni, KernelIsa::avx2_vnni, peak_dpbusd_ymm, 64},
+          {"fp32 fma zmm", K::fp32, KernelIsa::avx512, KernelIsa::avx512, peak_fma_zmm, 32},
+          {"int8 vpdpbusd zmm", K::int8, KernelIsa::avx512, KernelIsa::avx512, peak_dpbusd_zmm, 128},
+          {"bf16 vdpbf16ps zmm", K::bf16, KernelIsa::avx512, KernelIsa::avx512, peak_dpbf16_zmm, 64,
+           bf16_native}};
 #elif defined(__aarch64__)
   // SDOT runs wherever dotprod does; its probe waits for neon-i8mm, whose
   // check includes dotprod (a CPU with dotprod alone, Apple M1, has no int8 figure).
-  return {{"fp32 fmla q", false, KernelIsa::neon, KernelIsa::neon, peak_fmla, 8},
-          {"int8 sdot q", true, KernelIsa::neon_i8mm, KernelIsa::neon, peak_sdot, 32},
-          {"int8 smmla q", true, KernelIsa::neon_i8mm, KernelIsa::neon_i8mm, peak_smmla, 64}};
+  using K = PeakKind;
+  return {{"fp32 fmla q", K::fp32, KernelIsa::neon, KernelIsa::neon, peak_fmla, 8},
+          {"int8 sdot q", K::int8, KernelIsa::neon_i8mm, KernelIsa::neon, peak_sdot, 32},
+          {"int8 smmla q", K::int8, KernelIsa::neon_i8mm, KernelIsa::neon_i8mm, peak_smmla, 64}};
 #else
-  return {{"fp32 scalar", false, KernelIsa::portable, KernelIsa::portable, peak_scalar, 2}};
+  return {{"fp32 scalar", PeakKind::fp32, KernelIsa::portable, KernelIsa::portable, peak_scalar, 2}};
 #endif
 }
 
@@ -95,9 +102,9 @@ double rate(const PeakLoop& loop, double ops, int threads) {
 std::vector<PeakRate> measure_peaks(int threads) {
   std::vector<PeakRate> out;
   for (const Probe& p : probes()) {
-    if (!kernel_isa_available(p.isa)) continue;
+    if (!kernel_isa_available(p.isa) || (p.also && !p.also())) continue;
     const PeakLoop loop = p.loop();
-    out.push_back({p.name, p.integer, p.path, rate(loop, p.ops, 1), rate(loop, p.ops, threads)});
+    out.push_back({p.name, p.kind, p.path, rate(loop, p.ops, 1), rate(loop, p.ops, threads)});
   }
   return out;
 }
@@ -105,7 +112,7 @@ std::vector<PeakRate> measure_peaks(int threads) {
 const PeakRate* best_fp32(const std::vector<PeakRate>& peaks) {
   const PeakRate* best = nullptr;
   for (const PeakRate& p : peaks)
-    if (!p.integer && (!best || p.gops_all > best->gops_all)) best = &p;
+    if (p.kind == PeakKind::fp32 && (!best || p.gops_all > best->gops_all)) best = &p;
   return best;
 }
 
@@ -115,9 +122,24 @@ const PeakRate* int8_peak_of(const std::vector<PeakRate>& peaks, KernelIsa isa) 
   const PeakRate* best = nullptr;
   for (const PeakRate& p : peaks) {
     const bool serves = p.isa == isa || (isa == KernelIsa::neon_i8mm && p.isa == KernelIsa::neon);
-    if (p.integer && serves && (!best || p.gops_all > best->gops_all)) best = &p;
+    if (p.kind == PeakKind::int8 && serves && (!best || p.gops_all > best->gops_all)) best = &p;
   }
   return best;
+}
+
+const PeakRate* bf16_peak(const std::vector<PeakRate>& peaks) {
+  for (const PeakRate& p : peaks)
+    if (p.kind == PeakKind::bf16) return &p;
+  return nullptr;
+}
+
+const char* to_string(PeakKind k) {
+  switch (k) {
+    case PeakKind::fp32: return "fp32";
+    case PeakKind::int8: return "int8";
+    case PeakKind::bf16: return "bf16";
+  }
+  return "?";
 }
 
 }  // namespace trillion

@@ -1,0 +1,91 @@
+// The bf16 path's definition in scalar code (matmul_bf16.hpp), its driver,
+// and the dispatch to AVX-512 BF16 (x86/matmul_bf16_avx512.cpp).
+#include "kernels/matmul_bf16.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+#include "common/error.hpp"
+#include "common/numeric.hpp"
+
+namespace trillion {
+
+// Defined in x86/matmul_bf16_avx512.cpp (x86 builds) or generic/no_avx2.cpp.
+bool cpu_has_avx512_bf16();
+void matmul_bf16_rows_avx512(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64_t r0, int64_t r1);
+
+namespace {
+
+// A float32 result below the smallest normal in magnitude: a zero of its sign.
+float ftz(float v) { return std::fabs(v) < FLT_MIN ? std::copysign(0.0f, v) : v; }
+
+float weight_scale(const QMatrix& W, int64_t r, int64_t c) {
+  return static_cast<const float*>(W.scale)[((W.scale_row0 + r) / 128) * W.scale_cols + c / 128];
+}
+
+void rows_ref(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  const auto* w = static_cast<const uint8_t*>(W.data);
+  std::vector<float> wr(size_t(xb.stride));  // row r's w' as floats, padding 0
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t c = 0; c < xb.stride; ++c)
+      wr[size_t(c)] = c < W.cols ? bf16_to_f32(bf16_weight(w[r * W.cols + c], weight_scale(W, r, c))) : 0.0f;
+    for (int64_t t = 0; t < xb.n; ++t) {
+      const uint16_t* x = xb.row(t);
+      float acc[16] = {};
+      for (int64_t j = 0; j < xb.stride; j += kBf16Chunk)
+        for (int l = 0; l < 16; ++l) {
+          const int64_t e = j + 2 * l, o = e + 1;
+          acc[l] = ftz(std::fma(wr[size_t(o)], bf16_to_f32(x[o]), acc[l]));
+          acc[l] = ftz(std::fma(wr[size_t(e)], bf16_to_f32(x[e]), acc[l]));
+        }
+      for (int width = 8; width >= 1; width /= 2)
+        for (int l = 0; l < width; ++l) acc[l] = acc[l] + acc[l + width];
+      y[t * ldy + r] = acc[0];
+    }
+  }
+}
+
+}  // namespace
+
+uint16_t bf16_round(float v) {
+  if (std::isnan(v)) return f32_to_bf16(v);
+  if (std::fabs(v) < FLT_MIN) return uint16_t((std::bit_cast<uint32_t>(v) >> 16) & 0x8000u);  // subnormal: signed zero
+  return f32_to_bf16(v);  // a normal rounds to a normal or infinity (FLT_MIN is a bf16)
+}
+
+uint16_t bf16_weight(uint8_t w, float s) { return bf16_round(fp8e4m3_to_f32(w) * s); }
+
+void round_bf16_rows(const float* x, int64_t n, int64_t cols, Bf16Rows& out) {
+  out.n = n;
+  out.cols = cols;
+  out.stride = (cols + kBf16Chunk - 1) / kBf16Chunk * kBf16Chunk;
+  out.v.assign(size_t(n * out.stride), 0);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t c = 0; c < cols; ++c) out.v[size_t(t * out.stride + c)] = bf16_round(x[t * cols + c]);
+}
+
+bool bf16_supports(MatFormat f) { return f == MatFormat::FP8_B128; }
+
+bool bf16_native() {
+  static const bool yes = cpu_has_avx512_bf16();
+  return yes;
+}
+
+void matmul_bf16(const QMatrix& W, const Bf16Rows& xb, float* y, ThreadPool& pool) {
+  check_qmatrix(W);
+  if (!bf16_supports(W.format)) throw Error("matmul_bf16: only FP8_B128 weights take the bf16 path");
+  if (xb.cols != W.cols) throw Error("matmul_bf16: activations have " + std::to_string(xb.cols) + " columns, W " +
+                                     std::to_string(W.cols));
+  // Blocks of whole 4-row panels (the kernel's tile); any split gives the same bits.
+  pool.parallel_for(W.rows, 16, [&](int64_t r0, int64_t r1) {
+    if (bf16_native()) matmul_bf16_rows_avx512(W, xb, y, W.rows, r0, r1);
+    else rows_ref(W, xb, y, W.rows, r0, r1);
+  });
+}
+
+void matmul_bf16_ref(const QMatrix& W, const Bf16Rows& xb, float* y) { rows_ref(W, xb, y, W.rows, 0, W.rows); }
+
+}  // namespace trillion
