@@ -21,7 +21,6 @@ PipelineStage::PipelineStage(RmaChannel& ch, const ModelConfig& cfg, TensorSourc
                              const Layout& layout, const RunShape& shape)
     : ch_(ch),
       cfg_(cfg),
-      layout_(layout),
       range_(layout.ranks.at(size_t(ch.rank())).layers),
       model_(cfg, range_, source, pool, nullptr, shape.activations),
       cache_(cfg, range_, shape.slots, shape.max_len, shape.kv_tokens) {

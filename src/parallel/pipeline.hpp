@@ -59,7 +59,6 @@ class PipelineStage {
 
   RmaChannel& ch_;
   const ModelConfig& cfg_;
-  const Layout& layout_;
   LayerRange range_;
   Transformer model_;
   KvCache cache_;
