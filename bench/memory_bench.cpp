@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   const std::vector<PeakRate> peaks = measure_peaks(threads);
   const PeakRate* fma = best_fp32(peaks);
   const PeakRate* int8 = int8_peak_of(peaks, kernel_isa());
+  const PeakRate* bf16 = bf16_peak(peaks);
   const double f1 = fma ? fma->gops_1 : 0, fn = fma ? fma->gops_all : 0;
   if (json) {
     std::printf("{\"threads\": %d, \"read_gbps_1\": %.2f, \"read_gbps_all\": %.2f, \"fma_gflops_1\": %.1f, "
@@ -57,6 +58,9 @@ int main(int argc, char** argv) {
     if (int8)
       std::printf(", \"int8_gops_1\": %.1f, \"int8_gops_all\": %.1f, \"int8_instruction\": \"%s\"", int8->gops_1,
                   int8->gops_all, int8->name.c_str());
+    if (bf16)
+      std::printf(", \"bf16_gops_1\": %.1f, \"bf16_gops_all\": %.1f, \"bf16_instruction\": \"%s\"", bf16->gops_1,
+                  bf16->gops_all, bf16->name.c_str());
     std::printf(", \"peaks\": [");
     for (size_t i = 0; i < peaks.size(); ++i)
       std::printf("%s{\"name\": \"%s\", \"kind\": \"%s\", \"integer\": %s, \"path\": \"%s\", \"gops_1\": %.1f, "
@@ -75,7 +79,7 @@ int main(int argc, char** argv) {
       std::printf("  %-30s %8.1f %8.1f%s\n", p.name.c_str(), p.gops_1, p.gops_all,
                   &p == fma                    ? "  (FP32 FMA peak)"
                   : &p == int8                 ? "  (int8 peak of the path in use)"
-                  : p.kind == PeakKind::bf16   ? "  (bf16 dot peak: FP8 on the bf16 path)"
+                  : &p == bf16                 ? "  (bf16 dot peak: FP8 on the bf16 path)"
                                                : "");
   }
   return 0;

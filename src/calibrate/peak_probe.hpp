@@ -11,9 +11,6 @@
 
 namespace trillion {
 
-// One instruction's throughput: independent chains of it on every thread,
-// the best of a few runs. Ops count a multiply-add as 2 (as FLOP do), so an
-// int8 figure and an FP32 one compare directly.
 // What a probe's instruction computes: FP32 FMA (the float path), an int8
 // dot product (the integer path), or a bf16 pair dot product (the bf16 path
 // for FP8 weights, kernels/matmul_bf16.hpp), so no kind's figure is taken for
@@ -21,6 +18,9 @@ namespace trillion {
 enum class PeakKind { fp32, int8, bf16 };
 const char* to_string(PeakKind k);
 
+// One instruction's throughput: independent chains of it on every thread,
+// the best of a few runs. Ops count a multiply-add as 2 (as FLOP do), so an
+// int8 figure and an FP32 one compare directly.
 struct PeakRate {
   std::string name;        // e.g. "fp32 fma ymm", "int8 vpmaddubsw+vpmaddwd ymm"
   PeakKind kind = PeakKind::fp32;
