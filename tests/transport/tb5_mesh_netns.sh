@@ -45,11 +45,15 @@ fi
 # The launcher's and the one-sided component's names by Open MPI generation,
 # as in tb5_netns.sh: 4.1's ORTE takes plm_rsh_* and oob_tcp_if_include
 # (windows on osc/pt2pt); 5.0's PRRTE plm_ssh_* and prte_if_include by
-# interface names (windows on osc/rdma's active-message emulation).
+# interface names (windows on osc/rdma's active-message emulation). PRRTE's
+# remote daemon starts a session of its own unasked: --leave-session-attached
+# keeps every rank in mpirun's session and scheduler autogroup, as the agent's
+# --daemonize strip does for 4.1 (CI on Debian 13 saw a rank silent to its
+# peers for 60 s under load without it; docs/tb5.md).
 major=$(mpirun --version 2>/dev/null | sed -n 's/^[a-z]* (Open MPI) \([0-9]*\)\..*/\1/p' | head -n 1)
 if [ "${major:-4}" -ge 5 ]; then
   ifs=$(seq -s, -f 'tb%g' 0 $((hosts - 1)))
-  launch="--prtemca plm_ssh_agent $work/agent --prtemca plm_ssh_no_tree_spawn 1 --prtemca prte_if_include $ifs --mca osc rdma"
+  launch="--prtemca plm_ssh_agent $work/agent --prtemca plm_ssh_no_tree_spawn 1 --prtemca prte_if_include $ifs --leave-session-attached --mca osc rdma"
 else
   launch="--mca plm_rsh_agent $work/agent --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include $net --mca osc pt2pt"
 fi
