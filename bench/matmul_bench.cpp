@@ -51,29 +51,6 @@ void dispatch_latency(ThreadPool& pool) {
               empty * 1e6, fastest * 1e6, mm * 1e6, double(qmatrix_bytes(o.m)) / mm / 1e9);
 }
 
-// FP8 weights on the bf16 path (kernels/matmul_bf16.hpp: activations rounded
-// to bf16 in each call, vdpbf16ps where the CPU has it, else the scalar
-// definition): the candidate for FP8 without a second copy (issue 45).
-void fp8_bf16_row(int64_t rows, int64_t cols, ThreadPool& pool, int copies) {
-  std::vector<Owned> Ws;
-  for (int i = 0; i < copies; ++i) Ws.push_back(make_matrix(MatFormat::FP8_B128, rows, cols));
-  std::vector<float> x = random_x(32 * cols), y(size_t(32 * rows));
-  Bf16Rows xb;
-  size_t next = 0;
-  auto per_call = [&](int64_t n) {
-    return wall_per_call([&] {
-      round_bf16_rows(x.data(), n, cols, xb);
-      matmul_bf16(Ws[next].m, xb, y.data(), pool);
-      next = (next + 1) % Ws.size();
-    });
-  };
-  const double t1 = per_call(1), t4 = per_call(4), t8 = per_call(8), t32 = per_call(32);
-  const double flop = 2.0 * double(rows) * double(cols), bytes = double(qmatrix_bytes(Ws.front().m));
-  std::printf("%-9s %9.1f %9.2f %9.1f %12.1f %9.1f %12.1f %13.1f%s\n", "FP8xBF16", bytes / t1 / 1e9,
-              double(rows * cols) / t1 / 1e9, bytes / t4 / 1e9, 4 * flop / t4 / 1e9, bytes / t8 / 1e9,
-              8 * flop / t8 / 1e9, 32 * flop / t32 / 1e9, bf16_native() ? "" : "  (scalar definition: no AVX-512 BF16)");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,32 +69,38 @@ int main(int argc, char** argv) {
   if (pool.size() > 1) dispatch_latency(pool);
   for (MatFormat f : {MatFormat::F32, MatFormat::BF16, MatFormat::FP8_B128, MatFormat::INT4_G32,
                       MatFormat::INT8_G32}) {
-   for (bool q8 : {false, true}) {
-    if (q8 && !q8_supports(f)) continue;
-    const char* key = f == MatFormat::F32 ? "f32" : f == MatFormat::BF16 ? "bf16" : f == MatFormat::FP8_B128 ? "fp8" : f == MatFormat::INT4_G32 ? "int4" : "int8";
-    std::string needle = ",";
-    needle.append(key).append(",");
-    if (only != "," && only.find(needle) == std::string::npos) continue;
-    std::vector<Owned> Ws;
-    for (int i = 0; i < copies; ++i) Ws.push_back(make_matrix(f, rows, cols));
-    const Owned& o = Ws.front();
-    std::vector<float> x = random_x(32 * cols), y(size_t(32 * rows));
-    const double t1 = seconds_per_call(Ws, x, 1, y, pool, q8);
-    const double t4 = seconds_per_call(Ws, x, 4, y, pool, q8);
-    const double t8 = seconds_per_call(Ws, x, 8, y, pool, q8);
-    const double t32 = seconds_per_call(Ws, x, 32, y, pool, q8);
-    const double flop = 2.0 * double(rows) * double(cols);
-    const char* name = f == MatFormat::F32        ? "F32"
-                       : f == MatFormat::BF16     ? "BF16"
-                       : f == MatFormat::FP8_B128 ? "FP8_B128"
-                       : f == MatFormat::INT4_G32 ? (q8 ? "INT4xQ8" : "INT4_G32")
-                                                  : (q8 ? "INT8xQ8" : "INT8_G32");
-    const double bytes = double(qmatrix_bytes(o.m));
-    std::printf("%-9s %9.1f %9.2f %9.1f %12.1f %9.1f %12.1f %13.1f\n", name, bytes / t1 / 1e9,
-                double(rows * cols) / t1 / 1e9, bytes / t4 / 1e9, 4 * flop / t4 / 1e9, bytes / t8 / 1e9,
-                8 * flop / t8 / 1e9, 32 * flop / t32 / 1e9);
-   }
-   if (f == MatFormat::FP8_B128 && (only == "," || only.find(",fp8,") != std::string::npos)) fp8_bf16_row(rows, cols, pool, copies);
+    // FP8 has a third path, bf16 (kernels/matmul_bf16.hpp: activations
+    // rounded to bf16 in each call, vdpbf16ps where the CPU has it, else the
+    // scalar definition), the candidate for FP8 without a second copy.
+    for (ProbePath path : {ProbePath::kFloat, ProbePath::kQ8, ProbePath::kBf16}) {
+      if (path == ProbePath::kQ8 && !q8_supports(f)) continue;
+      if (path == ProbePath::kBf16 && !bf16_supports(f)) continue;
+      const char* key = f == MatFormat::F32        ? "f32"
+                        : f == MatFormat::BF16     ? "bf16"
+                        : f == MatFormat::FP8_B128 ? "fp8"
+                        : f == MatFormat::INT4_G32 ? "int4"
+                                                   : "int8";
+      if (only != "," && only.find(std::string(",") + key + ",") == std::string::npos) continue;
+      std::vector<Owned> Ws;
+      for (int i = 0; i < copies; ++i) Ws.push_back(make_matrix(f, rows, cols));
+      std::vector<float> x = random_x(32 * cols), y(size_t(32 * rows));
+      const double t1 = seconds_per_call(Ws, x, 1, y, pool, path);
+      const double t4 = seconds_per_call(Ws, x, 4, y, pool, path);
+      const double t8 = seconds_per_call(Ws, x, 8, y, pool, path);
+      const double t32 = seconds_per_call(Ws, x, 32, y, pool, path);
+      const double flop = 2.0 * double(rows) * double(cols), bytes = double(qmatrix_bytes(Ws.front().m));
+      const bool q8 = path == ProbePath::kQ8;
+      const char* name = path == ProbePath::kBf16     ? "FP8xBF16"
+                         : f == MatFormat::F32        ? "F32"
+                         : f == MatFormat::BF16       ? "BF16"
+                         : f == MatFormat::FP8_B128   ? "FP8_B128"
+                         : f == MatFormat::INT4_G32   ? (q8 ? "INT4xQ8" : "INT4_G32")
+                                                      : (q8 ? "INT8xQ8" : "INT8_G32");
+      const bool scalar = path == ProbePath::kBf16 && !bf16_native();
+      std::printf("%-9s %9.1f %9.2f %9.1f %12.1f %9.1f %12.1f %13.1f%s\n", name, bytes / t1 / 1e9,
+                  double(rows * cols) / t1 / 1e9, bytes / t4 / 1e9, 4 * flop / t4 / 1e9, bytes / t8 / 1e9,
+                  8 * flop / t8 / 1e9, 32 * flop / t32 / 1e9, scalar ? "  (scalar definition: no AVX-512 BF16)" : "");
+    }
   }
   return 0;
 }

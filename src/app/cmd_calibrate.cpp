@@ -83,7 +83,7 @@ json kernel_rates(bool quick, bool wall, int64_t streaming_mib = 0) {
     for (bool q8 : {false, true}) {
       if (q8 && !q8_supports(f.f)) continue;
       for (int64_t n : batches) {
-        const double s = seconds_per_call(W, x, n, y, pool, q8, quick ? 0.01 : 0.03, wall);
+        const double s = seconds_per_call(W, x, n, y, pool, q8 ? ProbePath::kQ8 : ProbePath::kFloat, quick ? 0.01 : 0.03, wall);
         out[std::string(f.name) + (q8 ? "/int8" : "/f32")][std::to_string(n)] = 2.0 * double(rows * cols * n) / s;
       }
     }

@@ -14,6 +14,7 @@
 #include "common/page_arena.hpp"
 #include "common/numeric.hpp"
 #include "kernels/matmul.hpp"
+#include "kernels/matmul_bf16.hpp"
 #include "kernels/matmul_q8.hpp"
 #include "platform/file_sync.hpp"
 #include "platform/memory_advice.hpp"
@@ -74,16 +75,22 @@ Owned make_matrix(MatFormat f, int64_t rows, int64_t cols) {
 
 // q8: the integer-dot path, activations quantized in every call (as a model step does).
 double seconds_per_call(const std::vector<Owned>& Ws, const std::vector<float>& x, int64_t n, std::vector<float>& y,
-                        ThreadPool& pool, bool q8, double min_trial_seconds, bool wall_clock) {
+                        ThreadPool& pool, ProbePath path, double min_trial_seconds, bool wall_clock) {
   const bool cpu_time = pool.size() == 1 && !wall_clock;
   size_t next = 0;
   Q8Rows xq;
+  Bf16Rows xb;
   auto call = [&] {
-    if (q8) {
-      quantize_q8(x.data(), n, Ws[next].m.cols, xq, Ws[next].m.format);
-      matmul_q8(Ws[next].m, xq, y.data(), pool);
-    } else {
-      matmul(Ws[next].m, x.data(), n, y.data(), pool);
+    switch (path) {
+      case ProbePath::kQ8:
+        quantize_q8(x.data(), n, Ws[next].m.cols, xq, Ws[next].m.format);
+        matmul_q8(Ws[next].m, xq, y.data(), pool);
+        break;
+      case ProbePath::kBf16:
+        round_bf16_rows(x.data(), n, Ws[next].m.cols, xb);
+        matmul_bf16(Ws[next].m, xb, y.data(), pool);
+        break;
+      case ProbePath::kFloat: matmul(Ws[next].m, x.data(), n, y.data(), pool); break;
     }
     next = (next + 1) % Ws.size();
   };

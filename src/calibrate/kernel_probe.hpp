@@ -67,12 +67,17 @@ double best_seconds_per_call(Fn&& fn, bool cpu_time, double min_trial_seconds) {
   return best;
 }
 
+// A matmul's compute path: float activations, the integer-dot path
+// (kernels/matmul_q8.hpp) or the bf16 path (kernels/matmul_bf16.hpp).
+enum class ProbePath { kFloat, kQ8, kBf16 };
+
 // Best of 5 trials of the seconds per call, cycling through Ws (distinct
-// matrices stream from memory; one matrix stays in cache); q8: the
-// integer-dot path, activations quantized in every call as a model step does.
+// matrices stream from memory; one matrix stays in cache); kQ8 and kBf16
+// convert the activations in every call, as a model step does.
 // One thread: this thread's CPU time (robust when other jobs share the cores)
 // unless wall_clock (what a run sees on a shared machine).
 double seconds_per_call(const std::vector<Owned>& Ws, const std::vector<float>& x, int64_t n, std::vector<float>& y,
-                        ThreadPool& pool, bool q8 = false, double min_trial_seconds = 0.1, bool wall_clock = false);
+                        ThreadPool& pool, ProbePath path = ProbePath::kFloat, double min_trial_seconds = 0.1,
+                        bool wall_clock = false);
 
 }  // namespace trillion

@@ -59,6 +59,7 @@ bool cpu_has_avx_vnni();                 // AVX-VNNI (VEX vpdpbusd) with OS YMM 
 // The AVX2 table with the integer-dot product on AVX-512 VNNI (null on non-x86 builds).
 const KernelTable* avx512_kernel_table();
 bool cpu_has_avx512_vnni();  // AVX-512 F, BW, DQ, VL, VNNI with OS ZMM support; false on non-x86 builds
+bool cpu_has_avx512_bf16();  // AVX-512 BF16 (vdpbf16ps) besides the above; false on non-x86 builds
 const KernelTable* neon_kernel_table();  // null when not compiled in (non-arm64 builds)
 bool cpu_has_neon();                     // false on non-arm64 builds
 // The NEON table with the INT4 integer-dot product on SMMLA (null on non-arm64 builds).

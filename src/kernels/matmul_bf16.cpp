@@ -10,11 +10,11 @@
 
 #include "common/error.hpp"
 #include "common/numeric.hpp"
+#include "kernels/kernel_table.hpp"
 
 namespace trillion {
 
 // Defined in x86/matmul_bf16_avx512.cpp (x86 builds) or generic/no_avx2.cpp.
-bool cpu_has_avx512_bf16();
 void matmul_bf16_rows_avx512(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64_t r0, int64_t r1);
 
 namespace {
@@ -51,7 +51,6 @@ void rows_ref(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64
 }  // namespace
 
 uint16_t bf16_round(float v) {
-  if (std::isnan(v)) return f32_to_bf16(v);
   if (std::fabs(v) < FLT_MIN) return uint16_t((std::bit_cast<uint32_t>(v) >> 16) & 0x8000u);  // subnormal: signed zero
   return f32_to_bf16(v);  // a normal rounds to a normal or infinity (FLT_MIN is a bf16)
 }

@@ -81,6 +81,17 @@ RandomMatrix::RandomMatrix(MatFormat format_, int64_t rows_, int64_t cols_, uint
   }
 }
 
+RandomMatrix RandomMatrix::fp8(int64_t rows, int64_t cols, uint64_t seed, const std::vector<float>& scales,
+                               bool nan_codes) {
+  RandomMatrix m(MatFormat::FP8_B128, rows, cols, seed);
+  if (nan_codes) {
+    std::mt19937_64 rng(seed + 1);
+    for (auto& b : m.data) b = uint8_t(rng());  // every byte, 0x7F and 0xFF (NaN) included
+  }
+  for (size_t i = 0; i < m.scale.size() / 4; ++i) std::memcpy(&m.scale[4 * i], &scales[i % scales.size()], 4);
+  return m;
+}
+
 QMatrix RandomMatrix::view() const {
   QMatrix m;
   m.format = format;

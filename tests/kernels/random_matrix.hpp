@@ -17,6 +17,10 @@ struct RandomMatrix {
   int64_t scale_cols = 0;
 
   RandomMatrix(MatFormat format, int64_t rows, int64_t cols, uint64_t seed);
+  // FP8_B128 with block scales taken from `scales` in turn (to reach scales
+  // past 2^8 or near 2^-120) and, with `nan_codes`, NaN bytes among the values.
+  static RandomMatrix fp8(int64_t rows, int64_t cols, uint64_t seed, const std::vector<float>& scales,
+                          bool nan_codes = false);
   QMatrix view() const;
   double value(int64_t r, int64_t c) const;  // exact W[r][c]
   // INT4_G32 / INT8_G32: the integer q of W[r][c] and the scale of its group g.

@@ -14,29 +14,12 @@
 #include "common/numeric.hpp"
 #include "common/thread_pool.hpp"
 #include "kernels/matmul_bf16.hpp"
+#include "random_matrix.hpp"
 
 using namespace trillion;
+using trillion::test::RandomMatrix;
 
 namespace {
-
-struct Fp8Matrix {
-  std::vector<uint8_t> data;
-  std::vector<float> scale;
-  QMatrix m;
-  // Random bytes (every value but NaN unless `nan`), block scales from `scales`.
-  Fp8Matrix(int64_t rows, int64_t cols, uint64_t seed, std::vector<float> scales, bool nan = false) {
-    std::mt19937_64 rng(seed);
-    data.resize(size_t(rows * cols));
-    for (auto& b : data) {
-      do b = uint8_t(rng()); while (!nan && (b & 0x7F) == 0x7F);
-    }
-    const int64_t sr = (rows + 127) / 128, sc = (cols + 127) / 128;
-    scale.resize(size_t(sr * sc));
-    for (size_t i = 0; i < scale.size(); ++i) scale[i] = scales[i % scales.size()];
-    m.format = MatFormat::FP8_B128;
-    m.rows = rows, m.cols = cols, m.data = data.data(), m.scale = scale.data(), m.scale_cols = sc;
-  }
-};
 
 std::vector<float> random_x(int64_t n, int64_t cols, uint64_t seed, float lo, float hi) {
   std::mt19937_64 rng(seed);
@@ -80,18 +63,19 @@ BOOST_AUTO_TEST_CASE(bf16_rounding_by_hand) {
 // the error of 2 (cols/32) float32 additions per lane and the 4-level tree.
 BOOST_AUTO_TEST_CASE(definition_against_float64) {
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{5, 300}, {3, 1000}, {2, 31}}) {
-    Fp8Matrix W(rows, cols, 7 + cols, {0.01f, 3.0f, 0.5f});
+    const RandomMatrix W = RandomMatrix::fp8(rows, cols, 7 + cols, {0.01f, 3.0f, 0.5f});
     const int64_t n = 3;
     const std::vector<float> x = random_x(n, cols, 8, -2.0f, 2.0f);
     Bf16Rows xb;
     round_bf16_rows(x.data(), n, cols, xb);
     std::vector<float> y(size_t(n * rows));
-    matmul_bf16_ref(W.m, xb, y.data());
+    matmul_bf16_ref(W.view(), xb, y.data());
     for (int64_t t = 0; t < n; ++t)
       for (int64_t r = 0; r < rows; ++r) {
         double exact = 0, mag = 0;
         for (int64_t c = 0; c < cols; ++c) {
-          const float s = W.scale[size_t((r / 128) * W.m.scale_cols + c / 128)];
+          float s;
+          std::memcpy(&s, &W.scale[4 * size_t((r / 128) * W.scale_cols + c / 128)], 4);
           const double p = double(bf16_to_f32(bf16_weight(W.data[size_t(r * cols + c)], s))) *
                            double(bf16_to_f32(bf16_round(x[size_t(t * cols + c)])));
           exact += p, mag += std::fabs(p);
@@ -108,7 +92,6 @@ BOOST_AUTO_TEST_CASE(definition_against_float64) {
 BOOST_AUTO_TEST_CASE(native_kernel_bits) {
   if (!bf16_native()) {
     BOOST_TEST_MESSAGE("no AVX-512 BF16 on this CPU: matmul_bf16 runs the scalar definition (tested above)");
-    BOOST_TEST(!bf16_native());
     return;
   }
   struct Case {
@@ -126,40 +109,40 @@ BOOST_AUTO_TEST_CASE(native_kernel_bits) {
       {4, 1, {2.0f}, -1.0f, 1.0f, false}};                       // one column
   for (size_t k = 0; k < cases.size(); ++k) {
     const Case& c = cases[k];
-    Fp8Matrix W(c.rows, c.cols, 100 + k, c.scales, c.nan);
+    const RandomMatrix W = RandomMatrix::fp8(c.rows, c.cols, 100 + k, c.scales, c.nan);
     const int64_t most = 40;
     const std::vector<float> x = random_x(most, c.cols, 200 + k, c.lo, c.hi);
     Bf16Rows all;
     round_bf16_rows(x.data(), most, c.cols, all);
     std::vector<float> want(size_t(most * c.rows));
-    matmul_bf16_ref(W.m, all, want.data());
+    matmul_bf16_ref(W.view(), all, want.data());
     ThreadPool one(1);
     for (int64_t n = 1; n <= most; ++n) {
       Bf16Rows part;
       round_bf16_rows(x.data(), n, c.cols, part);
       std::vector<float> y(size_t(n * c.rows), -1.0f);
-      matmul_bf16(W.m, part, y.data(), one);
+      matmul_bf16(W.view(), part, y.data(), one);
       const std::vector<float> head(want.begin(), want.begin() + n * c.rows);
       BOOST_TEST(same_bits(y, head), "case " << k << " (" << c.rows << "x" << c.cols << ") n=" << n);
     }
     for (int threads = 2; threads <= 4; ++threads) {
       ThreadPool pool(threads);
       std::vector<float> y(want.size(), -1.0f);
-      matmul_bf16(W.m, all, y.data(), pool);
+      matmul_bf16(W.view(), all, y.data(), pool);
       BOOST_TEST(same_bits(y, want), "case " << k << " threads=" << threads);
     }
   }
 }
 
 BOOST_AUTO_TEST_CASE(refuses_other_formats_and_shapes) {
-  Fp8Matrix W(4, 64, 1, {1.0f});
+  const RandomMatrix W = RandomMatrix::fp8(4, 64, 1, {1.0f});
   Bf16Rows xb;
   const std::vector<float> x(64, 1.0f);
   round_bf16_rows(x.data(), 1, 48, xb);
   std::vector<float> y(4);
   ThreadPool pool(1);
-  BOOST_CHECK_THROW(matmul_bf16(W.m, xb, y.data(), pool), std::exception);  // 48 columns against 64
-  QMatrix f = W.m;
+  BOOST_CHECK_THROW(matmul_bf16(W.view(), xb, y.data(), pool), std::exception);  // 48 columns against 64
+  QMatrix f = W.view();
   f.format = MatFormat::BF16;
   round_bf16_rows(x.data(), 1, 64, xb);
   BOOST_CHECK_THROW(matmul_bf16(f, xb, y.data(), pool), std::exception);  // not FP8
