@@ -142,7 +142,7 @@ void Cluster::write_metrics(nlohmann::json j, const std::vector<RankMetrics>& ra
   j["ranks"] = env_->size();
   j["parallel"] = env_->size() > 1 ? to_string(layout_.mode) : "single";
   j["threads_per_rank"] = pool_->size();
-  j["activations"] = opts_.activations;  // the compute path (f32: exact; int8: integer dot products)
+  j["activations"] = opts_.activations;  // the compute path (f32: exact; int8: integer dot products; bf16: bf16 dot products)
   j["max_batch"] = opts_.max_batch;
   j["step_tokens"] = opts_.step_tokens;
   j["kv_cache_blocks"] = kv.blocks_per_pool();  // per pool (per rank), of kv_block_tokens positions

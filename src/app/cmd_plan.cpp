@@ -59,7 +59,7 @@ int run_plan(const Args& args) {
       ("kv-cache-tokens", po::value(&kv_tokens)->default_value(0),
        "KV-cache positions per rank, as for generate (0: max-batch x max-len)")
       ("step-tokens", po::value(&step_tokens)->default_value(256), "prefill tokens per step, as for generate")
-      ("activations", po::value(&activations)->default_value("auto"), "compute path, as for generate: auto | f32 | int8")
+      ("activations", po::value(&activations)->default_value("auto"), "compute path, as for generate: auto | f32 | int8 | bf16")
       ("profile", po::value(&profile_path), "host profile JSON (trillion calibrate, profiles/); default: built in")
       ("link-profile", po::value(&link_path), "link profile JSON between hosts (profiles/tb5-*.json)")
       ("threads", po::value(&threads)->default_value(0), "threads per rank (0: the host's cores / its ranks)")

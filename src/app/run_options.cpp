@@ -33,7 +33,8 @@ void add_run_options(po::options_description& desc, RunOptions& o) {
        "the MoE layers, so one group computes while another's tokens travel (0: 2; 1: off)")
       ("activations", po::value(&o.activations)->default_value("auto"),
        "compute path of the weight products: f32 (exact: float32 activations) | int8 (activations quantized "
-       "per token to int8 in groups of 32, integer dot products with INT8/INT4 weights) | auto (int8 for "
+       "per token to int8 in groups of 32, integer dot products with INT8/INT4 weights) | bf16 (FP8 weights "
+       "and activations rounded to bf16, bf16 dot products; no copy of the weights) | auto (int8 for "
        "INT8/INT4 models, f32 for BF16 and FP8)")
       ("metrics", po::value(&o.metrics_path), "write run metrics (JSON) to this file")
       ("metrics-interval", po::value(&o.metrics_interval)->default_value(15),

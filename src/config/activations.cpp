@@ -7,10 +7,18 @@ namespace trillion {
 Activations parse_activations(const std::string& s) {
   if (s == "f32") return Activations::f32;
   if (s == "int8") return Activations::int8;
-  throw InputError("--activations '" + s + "': expected auto, f32 or int8");
+  if (s == "bf16") return Activations::bf16;
+  throw InputError("--activations '" + s + "': expected auto, f32, int8 or bf16");
 }
 
-const char* to_string(Activations a) { return a == Activations::int8 ? "int8" : "f32"; }
+const char* to_string(Activations a) {
+  switch (a) {
+    case Activations::int8: return "int8";
+    case Activations::bf16: return "bf16";
+    case Activations::f32: break;
+  }
+  return "f32";
+}
 
 Activations resolve_activations(const std::string& flag, WeightFormat f) {
   if (flag != "auto") return parse_activations(flag);

@@ -6,6 +6,10 @@
 //         integer dot products for INT8_G32 and INT4_G32 weights (FP8
 //         models get INT8_G32 weights by requantizing at load:
 //         store/int8_source.hpp); BF16 and F32 stay on f32.
+//   bf16: FP8_B128 weights read in place, activations and scaled weights
+//         rounded to bf16, bf16 dot products into float32 lanes
+//         (kernels/matmul_bf16.hpp defines the bits); no copy of the
+//         weights; every other format stays on f32.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,13 +18,13 @@
 
 namespace trillion {
 
-enum class Activations : uint8_t { f32, int8 };
-Activations parse_activations(const std::string& s);  // "f32" | "int8"; throws InputError
+enum class Activations : uint8_t { f32, int8, bf16 };
+Activations parse_activations(const std::string& s);  // "f32" | "int8" | "bf16"; throws InputError
 const char* to_string(Activations a);
 // The --activations flag for a model stored as `f`: "auto" (the default) is
 // int8 for INT8 and INT4 models, as in every peer engine, and f32 for BF16
 // and FP8 (no int8 copy in memory, the same bits on every CPU: activations.cpp);
-// "f32" and "int8" as given.
+// "f32", "int8" and "bf16" as given.
 Activations resolve_activations(const std::string& flag, WeightFormat f);
 // Whether a model stored as `f` on path `a` reads its FP8 linears as int8
 // copies (store/int8_source.hpp), which cost memory of their own.

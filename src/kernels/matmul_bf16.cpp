@@ -73,11 +73,23 @@ bool bf16_native() {
   return yes;
 }
 
-void matmul_bf16(const QMatrix& W, const Bf16Rows& xb, float* y, ThreadPool& pool) {
+namespace {
+void check_operands(const QMatrix& W, const Bf16Rows& xb) {
   check_qmatrix(W);
   if (!bf16_supports(W.format)) throw Error("matmul_bf16: only FP8_B128 weights take the bf16 path");
   if (xb.cols != W.cols) throw Error("matmul_bf16: activations have " + std::to_string(xb.cols) + " columns, W " +
                                      std::to_string(W.cols));
+}
+}  // namespace
+
+void matmul_bf16_serial(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy) {
+  check_operands(W, xb);
+  if (bf16_native()) matmul_bf16_rows_avx512(W, xb, y, ldy, 0, W.rows);
+  else rows_ref(W, xb, y, ldy, 0, W.rows);
+}
+
+void matmul_bf16(const QMatrix& W, const Bf16Rows& xb, float* y, ThreadPool& pool) {
+  check_operands(W, xb);
   // Blocks of whole 4-row panels (the kernel's tile); any split gives the same bits.
   pool.parallel_for(W.rows, 16, [&](int64_t r0, int64_t r1) {
     if (bf16_native()) matmul_bf16_rows_avx512(W, xb, y, W.rows, r0, r1);

@@ -1,6 +1,6 @@
-// The bf16 compute path for FP8_B128 weights, read in place (issue 45's
-// candidate: no second copy of the weights). A kernel and its definition;
-// not yet a flag of the engine (docs/kernels.md, "FP8 on bf16 dot products").
+// The bf16 compute path for FP8_B128 weights, read in place (no second copy
+// of the weights): --activations bf16 (config/activations.hpp, run by
+// model/linear.cpp; docs/kernels.md, "FP8 on bf16 dot products").
 //
 // Definition (every ISA performs exactly these operations, so every tile,
 // batch size and thread count gives the same bits):
@@ -57,6 +57,8 @@ bool bf16_native();
 
 // y[n, W.rows] = W . xb (xb.cols == W.cols), output rows split over the pool's threads.
 void matmul_bf16(const QMatrix& W, const Bf16Rows& xb, float* y, ThreadPool& pool);
+// The same on the calling thread, output row stride ldy (same bits).
+void matmul_bf16_serial(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy);
 // The scalar definition the tests compare every kernel with.
 void matmul_bf16_ref(const QMatrix& W, const Bf16Rows& xb, float* y);
 

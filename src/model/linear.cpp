@@ -2,6 +2,7 @@
 
 #include "common/error.hpp"
 #include "kernels/matmul.hpp"
+#include "kernels/matmul_bf16.hpp"
 #include "kernels/matmul_q8.hpp"
 
 namespace trillion {
@@ -14,11 +15,23 @@ Q8Rows& scratch() {
   return rows;
 }
 
-// Whether `a` computes W on the integer path.
+// The same for the bf16 path's rounded rows.
+Bf16Rows& bf16_scratch() {
+  thread_local Bf16Rows rows;
+  return rows;
+}
+
+// Whether `a` computes W on the integer path, or on the bf16 path.
 bool uses_int8(Activations a, const QMatrix& W) { return a == Activations::int8 && q8_supports(W.format); }
+bool uses_bf16(Activations a, const QMatrix& W) { return a == Activations::bf16 && bf16_supports(W.format); }
 }  // namespace
 
 void linear(const QMatrix& W, const float* x, int64_t n, float* y, Activations a, ThreadPool& pool) {
+  if (uses_bf16(a, W)) {
+    Bf16Rows& xb = bf16_scratch();
+    round_bf16_rows(x, n, W.cols, xb);
+    return matmul_bf16(W, xb, y, pool);
+  }
   if (!uses_int8(a, W)) return matmul(W, x, n, y, pool);
   Q8Rows& xq = scratch();
   quantize_q8(x, n, W.cols, xq, W.format);
@@ -26,6 +39,11 @@ void linear(const QMatrix& W, const float* x, int64_t n, float* y, Activations a
 }
 
 void linear_serial(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy, Activations a) {
+  if (uses_bf16(a, W)) {
+    Bf16Rows& xb = bf16_scratch();
+    round_bf16_rows(x, n, W.cols, xb);
+    return matmul_bf16_serial(W, xb, y, ldy);
+  }
   if (!uses_int8(a, W)) return matmul_serial(W, x, n, y, ldy);
   Q8Rows& xq = scratch();
   quantize_q8(x, n, W.cols, xq, W.format);
@@ -53,6 +71,18 @@ void linear_pair_q8(const QMatrix& A, float* ya, const QMatrix& B, float* yb, co
 
 void linear_pair(const QMatrix& A, float* ya, const QMatrix& B, float* yb, const float* x, int64_t n, Activations a,
                  ThreadPool* pool) {
+  if (uses_bf16(a, A) && uses_bf16(a, B) && A.cols == B.cols) {  // x rounded once for both
+    Bf16Rows& xb = bf16_scratch();
+    round_bf16_rows(x, n, A.cols, xb);
+    if (pool) {
+      matmul_bf16(A, xb, ya, *pool);
+      matmul_bf16(B, xb, yb, *pool);
+    } else {
+      matmul_bf16_serial(A, xb, ya, A.rows);
+      matmul_bf16_serial(B, xb, yb, B.rows);
+    }
+    return;
+  }
   if (!pair_uses_int8(A, B, a)) {
     if (pool) {
       linear(A, x, n, ya, a, *pool);

@@ -1,8 +1,8 @@
 // y = x . W^T for every weight matrix of the model, in one place: the
 // compute path (exact or fast, --activations: config/activations.hpp) is
 // taken here and nowhere else: f32 on kernels/matmul.hpp, int8 on
-// kernels/matmul_q8.hpp. Either way a row's bits depend only on that row
-// and the weights.
+// kernels/matmul_q8.hpp, bf16 on kernels/matmul_bf16.hpp. Every way a row's
+// bits depend only on that row and the weights.
 #pragma once
 #include <cstdint>
 #include <string>

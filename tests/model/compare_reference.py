@@ -8,9 +8,10 @@ tests/reference/run_reference.py and hf_logits on the same requests (hf_logits
 also checks batched prefill == lone decode, bit for bit), and requires every
 logit row to match by tests/reference/logit_rows.py's policy: max|engine -
 ref| <= 1e-4 * max|ref| (the project's bar) and the same argmax where the
-reference's top-2 gap is clear; with --activations int8, against the reference
-that quantizes the same activations, its near rounding ties rounded as the
-engine's logits show (tests/reference/tie_resolution.py), at the same bar.
+reference's top-2 gap is clear; with --activations int8 (or bf16), against the
+reference that quantizes (or rounds to bf16) the same operands, its near
+rounding ties rounded as the engine's logits show
+(tests/reference/tie_resolution.py), at the same bar.
 """
 import argparse
 import json
@@ -33,8 +34,9 @@ def main():
     ap.add_argument("--format", default="bf16")
     ap.add_argument("--seed", default="0")
     ap.add_argument("--keep", help="work directory to keep (default: a temporary one)")
-    ap.add_argument("--activations", default="f32", choices=("f32", "int8"),
-                    help="the engine's compute path; int8 compares with the reference that quantizes the same activations")
+    ap.add_argument("--activations", default="f32", choices=("f32", "int8", "bf16"),
+                    help="the engine's compute path; int8 and bf16 compare with the reference that rounds the "
+                         "same operands")
     args = ap.parse_args()
     logit_rows.self_check()
     work = args.keep or tempfile.mkdtemp(prefix="trillion-ref-")
@@ -57,7 +59,8 @@ def main():
     subprocess.run([args.hf_logits, model, req_path, eng_out, "2", args.activations], check=True)
     subprocess.run([py, os.path.join(ROOT, "tests/reference/run_reference.py"), "--model", model,
                     "--requests", req_path, "--out-dir", ref_out] +
-                   (["--int8-activations", "--match-logits", eng_out] if args.activations == "int8" else []),
+                   (["--int8-activations", "--match-logits", eng_out] if args.activations == "int8" else
+                    ["--bf16-activations", "--match-logits", eng_out] if args.activations == "bf16" else []),
                    check=True, stdout=subprocess.DEVNULL)
     check = logit_rows.RowCheck()
     failures = []

@@ -25,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from safetensors_reader import Checkpoint, to_float64, e4m3_bits_to_f64  # noqa: E402
+import bf16_path  # noqa: E402
 
 
 class ConfigError(Exception):
@@ -361,11 +362,13 @@ class CheckpointWeights:
     `.weight` -> fp8 block scaled, I8 `.weight` -> int8 group scaled, a float
     `.weight` -> plain."""
 
-    def __init__(self, ckpt, int8_activations=False):
+    def __init__(self, ckpt, int8_activations=False, bf16_activations=False):
         self.ckpt = ckpt
         self.cache = {}
         self.integer = set()  # linears stored as int4 / int8 (the engine's integer-dot formats)
         self.int8_activations = int8_activations
+        self.bf16_activations = bf16_activations
+        self.bf16 = set()     # linears on the bf16 path (FP8 ones, kv_b excepted)
         self.tie_positions = set()  # positions whose quantized activations met a near tie
         self.tie_keys = set()       # (quant_input, position, column) of each near tie met
         self.flips = set()          # near ties (keys as above) to round the other way
@@ -412,7 +415,12 @@ class CheckpointWeights:
                 raise ConfigError("%s: fp8 weight without weight_scale_inv" % prefix)
             w = dequant_fp8_block(c.raw(prefix + ".weight"), c.float64(prefix + ".weight_scale_inv"),
                                   self.fp8_block)
-            if self.int8_activations and not prefix.endswith("kv_b_proj"):
+            if self.bf16_activations and not prefix.endswith("kv_b_proj"):
+                # The bf16 path: the scaled weights rounded to bf16 (kv_b stays exact, as on int8).
+                w = bf16_path.fp8_weights(e4m3_bits_to_f64(c.raw(prefix + ".weight")),
+                                          c.float64(prefix + ".weight_scale_inv"), self.fp8_block)
+                self.bf16.add(prefix)
+            elif self.int8_activations and not prefix.endswith("kv_b_proj"):
                 # The engine's integer path runs FP8 linears as int8 groups (kv_b stays exact).
                 w = requantize_int8_groups(w, self.int8_group)
                 self.integer.add(prefix)
@@ -431,7 +439,7 @@ class CheckpointWeights:
         [T]: the sequence positions of x's rows, recorded in tie_positions
         when a row is near a rounding tie."""
         W = self.linear(prefix)
-        if self.int8_activations and prefix in self.integer:
+        if prefix in self.bf16 or (self.int8_activations and prefix in self.integer):
             src = quant_input(prefix)
             pos = None if positions is None else np.asarray(positions)
             flip = None
@@ -440,7 +448,10 @@ class CheckpointWeights:
                 for (name, p, c) in self.flips:
                     if name == src:
                         flip[pos == p, c] = True
-            x, near = quantize_activations(x, with_ties=True, flip=flip)
+            if prefix in self.bf16:
+                x, near = bf16_path.round_activations(x, flip=flip)
+            else:
+                x, near = quantize_activations(x, with_ties=True, flip=flip)
             if pos is not None:
                 for r, c in zip(*np.nonzero(near)):
                     self.tie_positions.add(int(pos[r]))
@@ -615,10 +626,11 @@ class Model:
         return logits, routing, tokens, gaps, step_routing
 
 
-def load_model(model_dir, int8_activations=False):
+def load_model(model_dir, int8_activations=False, bf16_activations=False):
     """Model over a HF checkpoint directory (config.json + safetensors) or a
     converted trillion model directory (config.json + manifest.json + HDF5).
-    int8_activations: model the engine's --activations int8 path."""
+    int8_activations: model the engine's --activations int8 path;
+    bf16_activations: its --activations bf16 path (tests/reference/bf16_path.py)."""
     from hdf5_model import ModelDirectory, is_model_directory
     ckpt = ModelDirectory(model_dir) if is_model_directory(model_dir) else Checkpoint(model_dir)
-    return Model(Config(ckpt.config), CheckpointWeights(ckpt, int8_activations))
+    return Model(Config(ckpt.config), CheckpointWeights(ckpt, int8_activations, bf16_activations))

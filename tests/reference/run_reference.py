@@ -10,7 +10,7 @@ Each request line is {"id": "...", "token_ids": [...]}. Writes per request:
                          row t = logits after token t (one causal forward over the sequence)
   DIR/<id>.routing.json  per MoE layer: min expert / group margins (and the token
                          where each occurs) and the chosen experts of every token
-  With --int8-activations --match-logits ENGINE_DIR: the near rounding ties are
+  With --int8-activations (or --bf16-activations) --match-logits ENGINE_DIR: the near rounding ties are
   rounded as the engine's logits ENGINE_DIR/<id>.npy show (tie_resolution.py), and
   routing.json adds "tie_flips", "tie_forwards" and "tie_matched".
   DIR/<id>.greedy.json   with --generate N: {"token_ids": [N greedy tokens],
@@ -89,9 +89,13 @@ def read_requests(path):
 def run(args):
     t0 = time.time()
     match = getattr(args, "match_logits", None)
-    if match and not getattr(args, "int8_activations", False):
-        raise SystemExit("--match-logits resolves the int8 path's near ties: it needs --int8-activations")
-    model = ref.load_model(args.model, getattr(args, "int8_activations", False))
+    if match and not (getattr(args, "int8_activations", False) or getattr(args, "bf16_activations", False)):
+        raise SystemExit("--match-logits resolves the int8 or bf16 path's near ties: it needs --int8-activations "
+                         "or --bf16-activations")
+    if getattr(args, "int8_activations", False) and getattr(args, "bf16_activations", False):
+        raise SystemExit("--int8-activations and --bf16-activations: one compute path at a time")
+    model = ref.load_model(args.model, getattr(args, "int8_activations", False),
+                           getattr(args, "bf16_activations", False))
     vocab = model.cfg.vocab_size
     reqs = read_requests(args.requests)
     for rid, ids in reqs:
@@ -125,8 +129,8 @@ def run(args):
             json.dump({"id": rid,
                        "min_expert_margin": _overall_min(l["min_expert_margin"] for l in layers),
                        "min_group_margin": _overall_min(l["min_group_margin"] for l in layers),
-                       # --int8-activations: the positions whose quantized activations met
-                       # a near rounding tie (deepseek_ref.TIE_MARGIN)
+                       # --int8-activations or --bf16-activations: the positions whose rounded activations met
+                       # a near rounding tie (deepseek_ref.TIE_MARGIN, bf16_path.TIE_MARGIN)
                        "quant_tie_positions": sorted(model.w.tie_positions),
                        # --match-logits: the near ties rounded the other way, as
                        # [quantized input, position, column]
@@ -155,8 +159,11 @@ def main():
     ap.add_argument("--float32", action="store_true", help="save logits as float32")
     ap.add_argument("--int8-activations", action="store_true",
                     help="model the engine's --activations int8 path (int4/int8 linears see quantized inputs)")
+    ap.add_argument("--bf16-activations", action="store_true",
+                    help="model the engine's --activations bf16 path (FP8 linears: activations and scaled "
+                         "weights rounded to bf16)")
     ap.add_argument("--match-logits", metavar="DIR",
-                    help="with --int8-activations: round the near ties as the engine did, read from its logits "
+                    help="with --int8-activations or --bf16-activations: round the near ties as the engine did, read from its logits "
                          "DIR/<id>.npy [len, vocab] (tie_resolution.py); routing.json lists the flips")
     ap.add_argument("--self-test", action="store_true")
     args = ap.parse_args()

@@ -1,4 +1,4 @@
-"""The int8 path's near rounding ties, resolved toward the engine.
+"""The int8 and bf16 paths' near rounding ties, resolved toward the engine.
 
 The engine's --activations int8 path rounds x / d to an integer per
 activation. Where the reference's float64 x / d lies within TIE_MARGIN
@@ -11,6 +11,11 @@ the reference is told which way each such activation went: it is rerun
 with chosen near ties rounded the other way (deepseek_ref.CheckpointWeights
 .flips) until every row matches the engine's logits at the project's bar,
 1e-4 (tests/reference/logit_rows.py), or no choice does.
+
+The bf16 path (--activations bf16) meets the same: an activation within
+bf16_path.TIE_MARGIN steps of a tie between two bf16 values may take the
+other one in the engine, one step (2^-8 relative) of that activation; its
+near ties are named and resolved the same way.
 
 The choice is a search over the near ties the reference meets, each named
 by (quantized input, position, column): find the first row that fails; try
