@@ -407,10 +407,42 @@ def test_tie_resolution():
         check(met > 0 and planted is not None, "near ties met", met, "planted", planted)
 
 
+def test_bf16_path():
+    """The bf16 path's model (bf16_path.py): its hand-computed roundings; on
+    an FP8 model every FP8 linear but kv_b takes it and the logits move; and tie_resolution finds a planted flip of one of
+    its near ties (margin widened so that near ties occur). (How far the
+    logits move depends on the routing: a flipped expert choice moves them
+    far; the engine's logits are held to this model in tests/model.)"""
+    import bf16_path
+    import tie_resolution
+    bf16_path.self_check()  # raises on a wrong rounding
+    check(bf16_path.bf16_round(np.array([1.0 + 2.0 ** -8]))[0] == 1.0)
+    c = dict(TEST_CONFIG, hidden_size=64, moe_intermediate_size=32, intermediate_size=136)
+    with tempfile.TemporaryDirectory() as tmp:
+        d = os.path.join(tmp, "fp8")
+        make_checkpoint(c, "fp8", d, seed=29)
+        ids = np.random.default_rng(7).integers(0, c["vocab_size"], size=10)
+        exact, _ = ref.load_model(d).forward(ids)
+        model = ref.load_model(d, bf16_activations=True)
+        logits, _ = model.forward(ids)
+        on = model.w.bf16
+        check(any(p.endswith("q_a_proj") for p in on) and any(".experts." in p for p in on)
+              and not any(p.endswith("kv_b_proj") for p in on), sorted(on))
+        rel = np.abs(logits - exact).max() / np.abs(exact).max()
+        check(rel > 1e-5, "bf16 against exact", rel)
+        margin = bf16_path.TIE_MARGIN
+        try:
+            bf16_path.TIE_MARGIN = 0.05
+            met, planted = tie_resolution.self_check(model, ids)
+        finally:
+            bf16_path.TIE_MARGIN = margin
+        check(met > 0 and planted is not None, "near ties met", met, "planted", planted)
+
+
 TESTS = [test_e4m3, test_bf16, test_safetensors_bytes, test_fp8_block_dequant, test_int4_dequant, test_int8_dequant,
          test_yarn, test_rope_direction, test_rms_norm, test_router, test_absorbed_equals_plain,
          test_against_naive, test_layer_kinds, test_kv_cache, test_checkpoint_formats, test_cli, test_activation_quantization,
-         test_activation_flips, test_tie_resolution]
+         test_activation_flips, test_tie_resolution, test_bf16_path]
 
 
 def self_test():
