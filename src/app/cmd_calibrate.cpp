@@ -28,6 +28,7 @@
 #include "common/thread_pool.hpp"
 #include "kernels/isa.hpp"
 #include "kernels/matmul.hpp"
+#include "kernels/matmul_bf16.hpp"
 #include "kernels/matmul_q8.hpp"
 #include "kernels/vector_ops.hpp"
 #include "parallel/run_footprint.hpp"
@@ -80,11 +81,14 @@ json kernel_rates(bool quick, bool wall, int64_t streaming_mib = 0) {
     // trials of a fresh mapping can run ten times slower on a VM whose page
     // faults are slow.
     for (const Owned& w : W) matmul(w.m, x.data(), 1, y.data(), pool);
-    for (bool q8 : {false, true}) {
-      if (q8 && !q8_supports(f.f)) continue;
+    // Each path the format has (model/linear.cpp): "fp8/f32", "int8/int8", "fp8/bf16", ...
+    for (ProbePath path : {ProbePath::kFloat, ProbePath::kQ8, ProbePath::kBf16}) {
+      if (path == ProbePath::kQ8 && !q8_supports(f.f)) continue;
+      if (path == ProbePath::kBf16 && !bf16_supports(f.f)) continue;
+      const char* suffix = path == ProbePath::kQ8 ? "/int8" : path == ProbePath::kBf16 ? "/bf16" : "/f32";
       for (int64_t n : batches) {
-        const double s = seconds_per_call(W, x, n, y, pool, q8 ? ProbePath::kQ8 : ProbePath::kFloat, quick ? 0.01 : 0.03, wall);
-        out[std::string(f.name) + (q8 ? "/int8" : "/f32")][std::to_string(n)] = 2.0 * double(rows * cols * n) / s;
+        const double s = seconds_per_call(W, x, n, y, pool, path, quick ? 0.01 : 0.03, wall);
+        out[std::string(f.name) + suffix][std::to_string(n)] = 2.0 * double(rows * cols * n) / s;
       }
     }
   }

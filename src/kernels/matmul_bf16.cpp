@@ -31,16 +31,21 @@ void rows_ref(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64
   std::vector<float> wr(size_t(xb.stride));  // row r's w' as floats, padding 0
   for (int64_t r = r0; r < r1; ++r) {
     for (int64_t c = 0; c < xb.stride; ++c)
-      wr[size_t(c)] = c < W.cols ? bf16_to_f32(bf16_weight(w[r * W.cols + c], weight_scale(W, r, c))) : 0.0f;
+      wr[size_t(c)] = c < W.cols ? bf16_to_f32(bf16_weight(w[r * W.cols + c])) : 0.0f;
     for (int64_t t = 0; t < xb.n; ++t) {
       const uint16_t* x = xb.row(t);
       float acc[16] = {};
-      for (int64_t j = 0; j < xb.stride; j += kBf16Chunk)
-        for (int l = 0; l < 16; ++l) {
-          const int64_t e = j + 2 * l, o = e + 1;
-          acc[l] = ftz(std::fma(wr[size_t(o)], bf16_to_f32(x[o]), acc[l]));
-          acc[l] = ftz(std::fma(wr[size_t(e)], bf16_to_f32(x[e]), acc[l]));
-        }
+      for (int64_t b = 0; b < xb.stride; b += kBf16Block) {
+        float a[16] = {};
+        for (int64_t j = b; j < std::min(b + kBf16Block, xb.stride); j += kBf16Chunk)
+          for (int l = 0; l < 16; ++l) {
+            const int64_t e = j + 2 * l, o = e + 1;
+            a[l] = ftz(std::fma(wr[size_t(o)], bf16_to_f32(x[o]), a[l]));
+            a[l] = ftz(std::fma(wr[size_t(e)], bf16_to_f32(x[e]), a[l]));
+          }
+        const float s = weight_scale(W, r, b);
+        for (int l = 0; l < 16; ++l) acc[l] = std::fma(s, a[l], acc[l]);
+      }
       for (int width = 8; width >= 1; width /= 2)
         for (int l = 0; l < width; ++l) acc[l] = acc[l] + acc[l + width];
       y[t * ldy + r] = acc[0];
@@ -55,7 +60,10 @@ uint16_t bf16_round(float v) {
   return f32_to_bf16(v);  // a normal rounds to a normal or infinity (FLT_MIN is a bf16)
 }
 
-uint16_t bf16_weight(uint8_t w, float s) { return bf16_round(fp8e4m3_to_f32(w) * s); }
+uint16_t bf16_weight(uint8_t w) {
+  if ((w & 0x7F) == 0x7F) return w & 0x80 ? 0xC3F0 : 0x43F0;  // +-480: the NaN codes as the f32 path reads them
+  return f32_to_bf16(fp8e4m3_to_f32(w));                        // exact: 3 mantissa bits
+}
 
 void round_bf16_rows(const float* x, int64_t n, int64_t cols, Bf16Rows& out) {
   out.n = n;

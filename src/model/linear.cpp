@@ -1,5 +1,7 @@
 #include "model/linear.hpp"
 
+#include <atomic>
+
 #include "common/error.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/matmul_bf16.hpp"
@@ -21,17 +23,25 @@ Bf16Rows& bf16_scratch() {
   return rows;
 }
 
+std::atomic<Bf16Observer> observer{nullptr};
+
+// x rounded for W into the calling thread's rows (shown to the observer, if any).
+Bf16Rows& rounded_for(const QMatrix& W, const float* x, int64_t n) {
+  Bf16Rows& xb = bf16_scratch();
+  round_bf16_rows(x, n, W.cols, xb);
+  if (Bf16Observer o = observer.load(std::memory_order_relaxed)) o(W, xb);
+  return xb;
+}
+
 // Whether `a` computes W on the integer path, or on the bf16 path.
 bool uses_int8(Activations a, const QMatrix& W) { return a == Activations::int8 && q8_supports(W.format); }
 bool uses_bf16(Activations a, const QMatrix& W) { return a == Activations::bf16 && bf16_supports(W.format); }
 }  // namespace
 
+void set_bf16_observer(Bf16Observer o) { observer.store(o); }
+
 void linear(const QMatrix& W, const float* x, int64_t n, float* y, Activations a, ThreadPool& pool) {
-  if (uses_bf16(a, W)) {
-    Bf16Rows& xb = bf16_scratch();
-    round_bf16_rows(x, n, W.cols, xb);
-    return matmul_bf16(W, xb, y, pool);
-  }
+  if (uses_bf16(a, W)) return matmul_bf16(W, rounded_for(W, x, n), y, pool);
   if (!uses_int8(a, W)) return matmul(W, x, n, y, pool);
   Q8Rows& xq = scratch();
   quantize_q8(x, n, W.cols, xq, W.format);
@@ -39,11 +49,7 @@ void linear(const QMatrix& W, const float* x, int64_t n, float* y, Activations a
 }
 
 void linear_serial(const QMatrix& W, const float* x, int64_t n, float* y, int64_t ldy, Activations a) {
-  if (uses_bf16(a, W)) {
-    Bf16Rows& xb = bf16_scratch();
-    round_bf16_rows(x, n, W.cols, xb);
-    return matmul_bf16_serial(W, xb, y, ldy);
-  }
+  if (uses_bf16(a, W)) return matmul_bf16_serial(W, rounded_for(W, x, n), y, ldy);
   if (!uses_int8(a, W)) return matmul_serial(W, x, n, y, ldy);
   Q8Rows& xq = scratch();
   quantize_q8(x, n, W.cols, xq, W.format);
@@ -72,8 +78,8 @@ void linear_pair_q8(const QMatrix& A, float* ya, const QMatrix& B, float* yb, co
 void linear_pair(const QMatrix& A, float* ya, const QMatrix& B, float* yb, const float* x, int64_t n, Activations a,
                  ThreadPool* pool) {
   if (uses_bf16(a, A) && uses_bf16(a, B) && A.cols == B.cols) {  // x rounded once for both
-    Bf16Rows& xb = bf16_scratch();
-    round_bf16_rows(x, n, A.cols, xb);
+    const Bf16Rows& xb = rounded_for(A, x, n);
+    if (Bf16Observer o = observer.load(std::memory_order_relaxed)) o(B, xb);
     if (pool) {
       matmul_bf16(A, xb, ya, *pool);
       matmul_bf16(B, xb, yb, *pool);

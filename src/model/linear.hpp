@@ -29,6 +29,13 @@ void linear_pair(const QMatrix& A, float* ya, const QMatrix& B, float* yb, const
 // format its x is quantized for (quantize_q8(x, n, cols, xq, that format)).
 bool pair_uses_int8(const QMatrix& A, const QMatrix& B, Activations a);
 MatFormat pair_quantize_format(const QMatrix& A, const QMatrix& B);
+// A test seam: an observer that sees every bf16-path product's weights and
+// rounded rows (tests/model/hf_logits records them so that the float64
+// reference can follow the engine's rounding of activations near a tie).
+// Called from pool threads too: the observer synchronizes. Null: none.
+struct Bf16Rows;  // kernels/matmul_bf16.hpp
+using Bf16Observer = void (*)(const QMatrix& W, const Bf16Rows& xb);
+void set_bf16_observer(Bf16Observer observer);
 // linear_pair on the int8 path with x already quantized so (a caller that
 // sends one row to several pairs quantizes it once): the same bits.
 void linear_pair_q8(const QMatrix& A, float* ya, const QMatrix& B, float* yb, const Q8Rows& xq, ThreadPool* pool);

@@ -43,7 +43,10 @@ MatrixCost matrix(const Manifest& man, const std::string& prefix, Activations ac
     format = "int8";
     m.bytes = int64_t(quantized_bytes(WeightFormat::int8_group, m.rows, m.cols));
   }
-  m.kernel = format + "/" + (int8 && (format == "int8" || format == "int4") ? "int8" : "f32");
+  // bf16 runs FP8 linears in place on kernels/matmul_bf16 (kv_b excepted, as
+  // above: the same bytes, no copy); every other format stays float.
+  const bool bf16 = act == Activations::bf16 && !exact && format == "fp8";
+  m.kernel = format + "/" + (int8 && (format == "int8" || format == "int4") ? "int8" : bf16 ? "bf16" : "f32");
   return m;
 }
 

@@ -13,7 +13,11 @@ so the bar is the same: only the engine's own arithmetic differs.
 With --activations int8 the engine takes the integer-dot path and the
 reference quantizes the same activations (--int8-activations), its near
 rounding ties rounded as the engine's logits show (--match-logits,
-tests/reference/tie_resolution.py): every row at the same 1e-4. Greedy
+tests/reference/tie_resolution.py): every row at the same 1e-4. With
+--activations bf16 (FP8 checkpoints) the reference rounds the same
+activations to bf16, following the roundings tests/model/hf_logits records
+on the checkpoint (--engine-rows: each checked to be one float32 error
+explains), and trillion's logits must be hf_logits', bit for bit. Greedy
 tokens are checked over the whole sequence: trillion scores prompt +
 generated tokens, every row is held to the resolved reference at 1e-4, and
 each generated token must be the argmax of trillion's own logits and of the
@@ -33,7 +37,9 @@ ap.add_argument("--format", required=True)
 ap.add_argument("--seed", type=int, default=0)
 ap.add_argument("--greedy", type=int, default=16)
 ap.add_argument("--quantize", help="int8, int4 or fp8: convert with --quantize (the checkpoint must be bf16)")
-ap.add_argument("--activations", default="f32", choices=("f32", "int8"), help="the engine's compute path")
+ap.add_argument("--activations", default="f32", choices=("f32", "int8", "bf16"), help="the engine's compute path")
+ap.add_argument("--hf-logits", help="bf16: tests/model/hf_logits, whose rounded activations the reference follows "
+                                    "(its logits must be trillion's, bit for bit)")
 args = parse_args(parser=ap)
 sys.path.insert(0, os.path.join(os.path.dirname(REFERENCE)))
 import logit_rows  # noqa: E402  (the row policy, shared with tests/model/compare_reference.py)
@@ -41,6 +47,8 @@ import logit_rows  # noqa: E402  (the row policy, shared with tests/model/compar
 f = Failures()
 hf, model = converted(args.trillion, args.work, args.preset, args.format, args.seed, quantize=args.quantize)
 qsuffix = f"-q{args.quantize}" if args.quantize else ""
+# A path that rounds activations (int8, bf16): its reference resolves near ties toward the engine.
+rounded = args.activations in ("int8", "bf16")
 case = fresh_case(args.work, f"{args.preset}-{args.format}-{args.seed}{qsuffix}-{args.activations}")  # results are resumed: start afresh
 
 config = json.load(open(os.path.join(model, "config.json")))
@@ -64,11 +72,13 @@ if args.quantize:
             f"manifest weight_format {manifest.get('weight_format')}, quantized_from {manifest.get('quantized_from')}")
 
 
-def reference(requests_file, out_dir, engine_logits, generate=0):
+def reference(requests_file, out_dir, engine_logits, generate=0, engine_rows=None):
     """The float64 reference's logits of every prefix (and, f32, greedy continuations); int8:
-    its near rounding ties rounded as the engine's logits show (tests/reference/tie_resolution.py)."""
+    its near rounding ties rounded as the engine's logits show (tests/reference/tie_resolution.py);
+    bf16: following the engine's rounded activations (tests/reference/bf16_path.py, EngineRows)."""
     run([PYTHON, REFERENCE, "--model", ref_model, "--requests", requests_file, "--out-dir", out_dir] +
-        (["--int8-activations", "--match-logits", engine_logits] if args.activations == "int8" else
+        (["--bf16-activations", "--engine-rows", engine_rows] if engine_rows else
+         ["--%s-activations" % args.activations, "--match-logits", engine_logits] if rounded else
          ["--generate", generate] if generate else []))
 
 
@@ -85,14 +95,14 @@ def check_rows(rid, got, ref_dir, rows):
 # the prompts' rows to the reference below, with the generated tokens' (one
 # resolution of its near ties per request covers both).
 ref_dir = os.path.join(case, "ref")
-if args.activations != "int8":
+if not rounded:
     reference(os.path.join(case, "score.jsonl"), ref_dir, os.path.join(case, "prefill"), args.greedy)
 for r in requests:
     rid = r["id"]
     got = np.load(os.path.join(case, "prefill", rid + ".npy")).astype(np.float64)
     step = np.load(os.path.join(case, "stepwise", rid + ".npy"))
     f.check(got.shape[0] == len(r["token_ids"]), f"{rid}: {got.shape[0]} logit rows for {len(r['token_ids'])} tokens")
-    if args.activations != "int8":
+    if not rounded:
         rows = logit_rows.RowCheck()
         check_rows(rid, got, ref_dir, rows)
         for p in rows.finish():
@@ -116,7 +126,7 @@ for r in requests:
     f.check(got is not None and res.get("usage", {}).get("completion_tokens") == len(got),
             f"{r['id']}: token_ids and usage.completion_tokens")
 
-if args.activations == "int8":
+if rounded:
     # The whole sequence, prompt and generated tokens, scored by trillion and
     # held to the reference with its near ties resolved: every row at 1e-4
     # (the prompt's rows are the prompt-only score's, checked bit for bit),
@@ -128,7 +138,23 @@ if args.activations == "int8":
     run([args.trillion, "score", "--model", model, "--input", os.path.join(case, "full.jsonl"),
          "--output", os.path.join(case, "full.out.jsonl"), "--logits-out", os.path.join(case, "full"),
          "--threads", 2, "--activations", args.activations])
-    reference(os.path.join(case, "full.jsonl"), os.path.join(case, "ref-full"), os.path.join(case, "full"))
+    engine_rows = None
+    if args.activations == "bf16":
+        # hf_logits on the checkpoint records the rounded activations the
+        # reference follows; its logits are trillion's, bit for bit.
+        if not args.hf_logits or args.quantize:
+            sys.exit("test_reference: --activations bf16 needs --hf-logits and an FP8 checkpoint as given")
+        engine_rows = os.path.join(case, "engine-rows")
+        os.makedirs(engine_rows, exist_ok=True)
+        os.makedirs(os.path.join(case, "hf-full"), exist_ok=True)
+        run([args.hf_logits, hf, os.path.join(case, "full.jsonl"), os.path.join(case, "hf-full"), 2, "bf16",
+             engine_rows])
+        for fr in full:
+            f.check(np.array_equal(np.load(os.path.join(case, "hf-full", fr["id"] + ".npy")),
+                                   np.load(os.path.join(case, "full", fr["id"] + ".npy"))),
+                    f"{fr['id']}: trillion's bf16 logits differ from hf_logits' on the checkpoint")
+    reference(os.path.join(case, "full.jsonl"), os.path.join(case, "ref-full"), os.path.join(case, "full"),
+              engine_rows=engine_rows)
     for r, fr in zip(requests, full):
         rid, n = r["id"], len(r["token_ids"])
         got_full = np.load(os.path.join(case, "full", rid + ".npy"))

@@ -1,8 +1,9 @@
 // The bf16 path for FP8 weights (kernels/matmul_bf16.hpp): the rounding by
-// hand, the scalar definition against float64 sums of its rounded inputs,
+// hand, the scalar definition against float64 sums of its operands,
 // and the AVX-512 BF16 kernel bit for bit against the scalar definition
 // (odd shapes, partial chunks, every token count to 40, thread counts,
-// scales past 2^8, NaN bytes, products and sums below the smallest normal).
+// scales past 2^8 and near 2^-120, the NaN codes, products and sums below the
+// smallest normal, row views whose 4-row panels straddle a scale block).
 #include <boost/test/unit_test.hpp>
 
 #include <cfloat>
@@ -48,19 +49,20 @@ BOOST_AUTO_TEST_CASE(bf16_rounding_by_hand) {
   BOOST_TEST(bf16_round(-FLT_MIN / 2) == 0x8000);
   BOOST_TEST(bf16_round(FLT_MAX) == 0x7F80);                // rounds up to infinity
   BOOST_TEST(std::isnan(bf16_to_f32(bf16_round(std::nanf("")))));
-  // e4m3 bytes: 0x38 = 1.0, 0x01 = 2^-9 (subnormal), 0x7E = 448, 0xFF NaN.
-  BOOST_TEST(bf16_weight(0x38, 2.0f) == 0x4000);
-  BOOST_TEST(bf16_to_f32(bf16_weight(0x01, 1.0f)) == 0x1p-9f);
-  BOOST_TEST(bf16_to_f32(bf16_weight(0xFE, 1.0f)) == -448.0f);
-  BOOST_TEST(std::isnan(bf16_to_f32(bf16_weight(0xFF, 1.0f))));
-  // The float32 product is rounded first: 1.125 * (1 + 2^-23) is 1.125 + 1.125 * 2^-23,
-  // float 1.125 + 2^-23 (ties to even), then bf16 1.125.
-  BOOST_TEST(bf16_to_f32(bf16_weight(0x39, 1.0f + 0x1p-23f)) == 1.125f);
-  BOOST_TEST(bf16_weight(0x01, 0x1p-120f) == 0x0000);       // the product is subnormal: zero
+  // e4m3 bytes: 0x38 = 1.0, 0x01 = 2^-9 (subnormal), 0xFE = -448; the NaN
+  // codes 0x7F, 0xFF read as +-480 (as the f32 path reads them); every other byte exactly.
+  BOOST_TEST(bf16_weight(0x38) == 0x3F80);
+  BOOST_TEST(bf16_to_f32(bf16_weight(0x01)) == 0x1p-9f);
+  BOOST_TEST(bf16_to_f32(bf16_weight(0xFE)) == -448.0f);
+  BOOST_TEST(bf16_to_f32(bf16_weight(0x7F)) == 480.0f);
+  BOOST_TEST(bf16_to_f32(bf16_weight(0xFF)) == -480.0f);
+  for (int b = 0; b < 256; ++b)
+    if ((b & 0x7F) != 0x7F) BOOST_TEST(bf16_to_f32(bf16_weight(uint8_t(b))) == fp8e4m3_to_f32(uint8_t(b)), "byte " << b);
 }
 
-// The scalar definition is the float64 sum of its rounded operands within
-// the error of 2 (cols/32) float32 additions per lane and the 4-level tree.
+// The scalar definition is the float64 sum of its operands (x rounded, w
+// exact, times the block scale) within the error of 2 float32 additions per
+// lane and chunk, one per block (the scaled fold) and the 4-level tree.
 BOOST_AUTO_TEST_CASE(definition_against_float64) {
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{5, 300}, {3, 1000}, {2, 31}}) {
     const RandomMatrix W = RandomMatrix::fp8(rows, cols, 7 + cols, {0.01f, 3.0f, 0.5f});
@@ -74,13 +76,10 @@ BOOST_AUTO_TEST_CASE(definition_against_float64) {
       for (int64_t r = 0; r < rows; ++r) {
         double exact = 0, mag = 0;
         for (int64_t c = 0; c < cols; ++c) {
-          float s;
-          std::memcpy(&s, &W.scale[4 * size_t((r / 128) * W.scale_cols + c / 128)], 4);
-          const double p = double(bf16_to_f32(bf16_weight(W.data[size_t(r * cols + c)], s))) *
-                           double(bf16_to_f32(bf16_round(x[size_t(t * cols + c)])));
+          const double p = W.value(r, c) * double(bf16_to_f32(bf16_round(x[size_t(t * cols + c)])));
           exact += p, mag += std::fabs(p);
         }
-        const double bound = double(2 * (cols + 31) / 32 + 4) * 0x1p-24 * mag + 1e-30;
+        const double bound = double(2 * ((cols + 31) / 32) + (cols + 127) / 128 + 4) * 0x1p-24 * mag + 1e-30;
         BOOST_TEST(std::fabs(double(y[size_t(t * rows + r)]) - exact) <= bound,
                    "rows " << rows << " cols " << cols << " t " << t << " r " << r);
       }
@@ -102,9 +101,10 @@ BOOST_AUTO_TEST_CASE(native_kernel_bits) {
   };
   const std::vector<Case> cases = {
       {13, 7 * 32 + 5, {0.01f, 3.0f}, -3.0f, 3.0f, false},       // panels of 4 and one row; a partial chunk
-      {7, 2 * 128, {300.0f, 1e-3f}, -1.0f, 1.0f, false},         // a scale past 2^8 (no 2^120 overflow)
-      {9, 160, {1.0f}, -2.0f, 2.0f, true},                       // NaN bytes
-      {6, 96, {0x1p-120f, 1.0f}, -1e-10f, 1e-10f, false},         // products and sums below FLT_MIN
+      {7, 2 * 128, {300.0f, 1e-3f}, -1.0f, 1.0f, false},         // a scale past 2^8
+      {9, 160, {1.0f}, -2.0f, 2.0f, true},                       // the NaN codes (+-480)
+      {6, 96, {1.0f}, -1e-36f, 1e-36f, false},                   // products and sums below FLT_MIN (flushed)
+      {5, 300, {0x1p-120f, 1.0f}, -1e-10f, 1e-10f, false},       // scaled folds below FLT_MIN (kept)
       {130, 300, {0.02f, 0.7f, 5.0f}, -4.0f, 4.0f, false},       // two row blocks of scales
       {4, 1, {2.0f}, -1.0f, 1.0f, false}};                       // one column
   for (size_t k = 0; k < cases.size(); ++k) {
@@ -132,6 +132,24 @@ BOOST_AUTO_TEST_CASE(native_kernel_bits) {
       BOOST_TEST(same_bits(y, want), "case " << k << " threads=" << threads);
     }
   }
+}
+
+// A view of rows (an lm_head split: QMatrix::row_range) takes its rows'
+// scales: its outputs are the whole matrix's rows, bit for bit, where a
+// 4-row panel straddles a 128-row scale block.
+BOOST_AUTO_TEST_CASE(row_views_take_their_rows_scales) {
+  const RandomMatrix W = RandomMatrix::fp8(260, 200, 3, {0.5f, 2.0f, 0.03f, 7.0f});
+  const int64_t n = 5, first = 126, count = 9;
+  const std::vector<float> x = random_x(n, 200, 4, -1.0f, 1.0f);
+  Bf16Rows xb;
+  round_bf16_rows(x.data(), n, 200, xb);
+  std::vector<float> full(size_t(n * 260)), part(size_t(n * count));
+  ThreadPool pool(1);
+  matmul_bf16(W.view(), xb, full.data(), pool);
+  matmul_bf16(W.view().row_range(first, count), xb, part.data(), pool);
+  for (int64_t t = 0; t < n; ++t)
+    BOOST_TEST(std::memcmp(&part[size_t(t * count)], &full[size_t(t * 260 + first)], size_t(count) * 4) == 0,
+               "token " << t);
 }
 
 BOOST_AUTO_TEST_CASE(refuses_other_formats_and_shapes) {

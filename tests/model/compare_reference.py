@@ -8,10 +8,13 @@ tests/reference/run_reference.py and hf_logits on the same requests (hf_logits
 also checks batched prefill == lone decode, bit for bit), and requires every
 logit row to match by tests/reference/logit_rows.py's policy: max|engine -
 ref| <= 1e-4 * max|ref| (the project's bar) and the same argmax where the
-reference's top-2 gap is clear; with --activations int8 (or bf16), against the
-reference that quantizes (or rounds to bf16) the same operands, its near
-rounding ties rounded as the engine's logits show
-(tests/reference/tie_resolution.py), at the same bar.
+reference's top-2 gap is clear; with --activations int8, against the
+reference that quantizes the same activations, its near rounding ties
+rounded as the engine's logits show (tests/reference/tie_resolution.py), at
+the same bar; with --activations bf16, against the reference that rounds
+the same activations to bf16, following the roundings hf_logits records
+where float32 error can explain them (tests/reference/bf16_path.py,
+EngineRows), at the same bar.
 """
 import argparse
 import json
@@ -56,11 +59,16 @@ def main():
         for r in reqs:
             f.write(json.dumps(r) + "\n")
     # The engine first: on the int8 path the reference rounds its near ties as the engine's logits show.
-    subprocess.run([args.hf_logits, model, req_path, eng_out, "2", args.activations], check=True)
+    # bf16: hf_logits records its rounded activations, which the reference follows where it
+    # meets a near tie (each checked to be one: bf16_path.EngineRows).
+    rows = os.path.join(work, "engine-rows")
+    os.makedirs(rows, exist_ok=True)
+    subprocess.run([args.hf_logits, model, req_path, eng_out, "2", args.activations] +
+                   ([rows] if args.activations == "bf16" else []), check=True)
     subprocess.run([py, os.path.join(ROOT, "tests/reference/run_reference.py"), "--model", model,
                     "--requests", req_path, "--out-dir", ref_out] +
                    (["--int8-activations", "--match-logits", eng_out] if args.activations == "int8" else
-                    ["--bf16-activations", "--match-logits", eng_out] if args.activations == "bf16" else []),
+                    ["--bf16-activations", "--engine-rows", rows] if args.activations == "bf16" else []),
                    check=True, stdout=subprocess.DEVNULL)
     check = logit_rows.RowCheck()
     failures = []
@@ -75,8 +83,12 @@ def main():
     failures += check.finish()
     for p in failures:
         print(p)
-    print("%s %s %s: %s%s" % (args.preset, args.format, args.activations, check.summary(),
-                              ", %d problems" % len(failures) if failures else ""))
+    followed = ""
+    if args.activations == "bf16":  # cumulative over the requests: the last one's count
+        last = json.load(open(os.path.join(ref_out, reqs[-1]["id"] + ".routing.json")))
+        followed = "; %d activations near a tie rounded as the engine did" % last.get("bf16_followed", 0)
+    print("%s %s %s: %s%s%s" % (args.preset, args.format, args.activations, check.summary(), followed,
+                                ", %d problems" % len(failures) if failures else ""))
     return 1 if failures else 0
 
 

@@ -1,14 +1,20 @@
 // hf_logits: runs the forward pass on a Hugging Face checkpoint directory (no
 // conversion: safetensors read in place) and writes each request's logits, for
 // comparison with the float64 reference (compare_reference.py).
-//   hf_logits MODEL_DIR REQUESTS.jsonl OUT_DIR [threads] [f32|int8]
+//   hf_logits MODEL_DIR REQUESTS.jsonl OUT_DIR [threads] [f32|int8|bf16] [ROWS_DIR]
 // REQUESTS: one {"id": "...", "token_ids": [...]} per line. All requests run
 // as one batch (one slot each, all prefill rows together), then each is
 // decoded again alone token by token; writes OUT_DIR/<id>.npy (float32
 // [len, vocab]) and exits 1 if decode and batched prefill differ in any bit.
+// ROWS_DIR (bf16): the batched prefill's rounded activation rows of every
+// linear on the bf16 path, ROWS_DIR/<linear>.npy (float32 [rows, cols], in
+// the order computed), which the reference follows where it meets a near
+// tie (tests/reference/bf16_path.py, EngineRows).
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,13 +22,19 @@
 
 #include "common/error.hpp"
 #include "common/npy.hpp"
+#include "common/numeric.hpp"
 #include "format/hf_checkpoint.hpp"
+#include "kernels/matmul_bf16.hpp"
+#include "model/linear.hpp"
 #include "model/transformer.hpp"
 #include "store/int8_source.hpp"
 
 using namespace trillion;
 
 namespace {
+
+// Each tensor's name by its bytes' address (the weights are read in place).
+std::map<const void*, std::string> tensor_names;
 
 class HfSource : public TensorSource {
  public:
@@ -32,12 +44,33 @@ class HfSource : public TensorSource {
     const HfCheckpoint::Tensor* t = ckpt_.find(name);
     if (!t) throw FormatError(ckpt_.index_path() + ": no tensor " + name);
     const SafetensorsEntry& e = *t->entry;
+    tensor_names[t->file->data(e)] = name;
     return TensorView{name, e.dtype, e.shape, t->file->data(e), size_t(e.nbytes())};
   }
 
  private:
   HfCheckpoint ckpt_;
 };
+
+// The bf16 path's rounded rows per linear (set_bf16_observer), as floats.
+struct Recorded {
+  int64_t cols = 0;
+  std::vector<float> rows;
+};
+std::mutex recorded_mutex;
+std::map<std::string, Recorded> recorded;
+
+void record(const QMatrix& W, const Bf16Rows& xb) {
+  auto it = tensor_names.find(W.data);
+  if (it == tensor_names.end()) throw Error("hf_logits: a bf16 product of weights no tensor holds");
+  std::string name = it->second;
+  if (name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0) name.resize(name.size() - 7);
+  std::lock_guard<std::mutex> lock(recorded_mutex);
+  Recorded& r = recorded[name];
+  r.cols = xb.cols;
+  for (int64_t t = 0; t < xb.n; ++t)
+    for (int64_t c = 0; c < xb.cols; ++c) r.rows.push_back(bf16_to_f32(xb.row(t)[c]));
+}
 
 struct Request {
   std::string id;
@@ -48,7 +81,7 @@ struct Request {
 
 int main(int argc, char** argv) try {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: hf_logits MODEL_DIR REQUESTS.jsonl OUT_DIR [threads] [f32|int8]\n");
+    std::fprintf(stderr, "usage: hf_logits MODEL_DIR REQUESTS.jsonl OUT_DIR [threads] [f32|int8|bf16] [ROWS_DIR]\n");
     return 2;
   }
   const std::string dir = argv[1], out_dir = argv[3];
@@ -83,9 +116,14 @@ int main(int argc, char** argv) try {
   const int64_t n = batch.size();
   KvCache cache(cfg, all, int32_t(reqs.size()), max_len);
   std::vector<float> x(size_t(n * d)), logits(size_t(n * V));
+  const std::string rows_dir = argc > 6 ? argv[6] : "";
+  if (!rows_dir.empty()) set_bf16_observer(record);
   model.embed(tokens.data(), n, x.data());
   model.forward(batch, x.data(), cache);
   model.logits(x.data(), n, logits.data());
+  set_bf16_observer(nullptr);
+  for (const auto& [name, r] : recorded)
+    write_npy_f32(rows_dir + "/" + name + ".npy", r.rows.data(), {int64_t(r.rows.size()) / r.cols, r.cols});
 
   int mismatches = 0;
   int64_t row0 = 0;

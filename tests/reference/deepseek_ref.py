@@ -176,14 +176,16 @@ def softmax(x, axis=-1):
 TIE_MARGIN = 2e-4
 
 
-def quantize_activations(x, group=32, with_ties=False, flip=None):
+def quantize_activations(x, group=32, with_ties=False, flip=None, distances=False):
     """The engine's int8 activation path (--activations int8), in float64:
     each row's columns in groups of `group`, d = absmax / 127, q =
     round-half-even(x / d) (0 where d == 0), returned as q * d. with_ties:
     also a [T, n] mask of the activations within TIE_MARGIN steps of a
     rounding tie. flip [T, n] (optional): those of the near-tie activations
     it marks round the other way (the engine's float32 value may lie on the
-    other side of the tie: tests/reference/tie_resolution.py)."""
+    other side of the tie: tests/reference/tie_resolution.py). distances:
+    the mask holds each near tie's distance from the tie in steps instead
+    (inf where not near)."""
     x = np.asarray(x, dtype=np.float64)
     T, n = x.shape
     pad = (-n) % group
@@ -199,6 +201,8 @@ def quantize_activations(x, group=32, with_ties=False, flip=None):
     xq = (q * d).reshape(T, -1)[:, :n]
     if not with_ties:
         return xq
+    if distances:
+        return xq, np.where(near, np.abs(np.abs(u - below) - 0.5), np.inf).reshape(T, -1)[:, :n]
     return xq, near.reshape(T, -1)[:, :n]
 
 
@@ -369,8 +373,9 @@ class CheckpointWeights:
         self.int8_activations = int8_activations
         self.bf16_activations = bf16_activations
         self.bf16 = set()     # linears on the bf16 path (FP8 ones, kv_b excepted)
+        self.engine_rows = None  # bf16_path.EngineRows: the engine's rounded rows to follow
         self.tie_positions = set()  # positions whose quantized activations met a near tie
-        self.tie_keys = set()       # (quant_input, position, column) of each near tie met
+        self.tie_keys = {}          # (quant_input, position, column) of each near tie met -> its distance (steps)
         self.flips = set()          # near ties (keys as above) to round the other way
         q = ckpt.config.get("quantization_config") or {}
         self.fp8_block = tuple(q.get("weight_block_size", (128, 128)))
@@ -416,10 +421,7 @@ class CheckpointWeights:
             w = dequant_fp8_block(c.raw(prefix + ".weight"), c.float64(prefix + ".weight_scale_inv"),
                                   self.fp8_block)
             if self.bf16_activations and not prefix.endswith("kv_b_proj"):
-                # The bf16 path: the scaled weights rounded to bf16 (kv_b stays exact, as on int8).
-                w = bf16_path.fp8_weights(e4m3_bits_to_f64(c.raw(prefix + ".weight")),
-                                          c.float64(prefix + ".weight_scale_inv"), self.fp8_block)
-                self.bf16.add(prefix)
+                self.bf16.add(prefix)  # the bf16 path: exact weights, activations rounded (kv_b exact, as on int8)
             elif self.int8_activations and not prefix.endswith("kv_b_proj"):
                 # The engine's integer path runs FP8 linears as int8 groups (kv_b stays exact).
                 w = requantize_int8_groups(w, self.int8_group)
@@ -448,14 +450,16 @@ class CheckpointWeights:
                 for (name, p, c) in self.flips:
                     if name == src:
                         flip[pos == p, c] = True
+            if prefix in self.bf16 and self.engine_rows is not None:
+                return self.engine_rows.follow(prefix, x, bf16_path.bf16_round(x)) @ W.T
             if prefix in self.bf16:
-                x, near = bf16_path.round_activations(x, flip=flip)
+                x, dist = bf16_path.round_activations(x, flip=flip, distances=True)
             else:
-                x, near = quantize_activations(x, with_ties=True, flip=flip)
+                x, dist = quantize_activations(x, with_ties=True, flip=flip, distances=True)
             if pos is not None:
-                for r, c in zip(*np.nonzero(near)):
+                for r, c in zip(*np.nonzero(np.isfinite(dist))):
                     self.tie_positions.add(int(pos[r]))
-                    self.tie_keys.add((src, int(pos[r]), int(c)))
+                    self.tie_keys[(src, int(pos[r]), int(c))] = float(dist[r, c])
         return x @ W.T
 
     def embedding_rows(self, ids):

@@ -437,6 +437,24 @@ def test_bf16_path():
         finally:
             bf16_path.TIE_MARGIN = margin
         check(met > 0 and planted is not None, "near ties met", met, "planted", planted)
+    # EngineRows: a row that differs from the reference's rounding only at a
+    # near tie is followed; one that differs where no float32 error reaches
+    # (one step off, far from a tie) raises.
+    with tempfile.TemporaryDirectory() as tmp:
+        x = np.array([[1.0 + 2.0 ** -8 + 2.0 ** -20, 0.3, -2.0]])  # a near tie (rounds up to 1 + 2^-7), two far ones
+        mine = bf16_path.bf16_round(x)
+        engine = mine.copy()
+        engine[0, 0] = 1.0                                     # the tie taken the other way
+        np.save(os.path.join(tmp, "lin.npy"), engine.astype(np.float32))
+        rows = bf16_path.EngineRows(tmp)
+        check(np.array_equal(rows.follow("lin", x, mine), engine) and rows.followed == 1, rows.followed)
+        engine[0, 1] = mine[0, 1] + 2.0 ** -10                 # one step off at 0.3, far from a tie
+        np.save(os.path.join(tmp, "bad.npy"), engine.astype(np.float32))
+        try:
+            bf16_path.EngineRows(tmp).follow("bad", x, mine)
+            check(False, "EngineRows followed a row one step off far from a tie")
+        except AssertionError as e:
+            check("round to" in str(e), e)
 
 
 TESTS = [test_e4m3, test_bf16, test_safetensors_bytes, test_fp8_block_dequant, test_int4_dequant, test_int8_dequant,

@@ -96,6 +96,12 @@ def run(args):
         raise SystemExit("--int8-activations and --bf16-activations: one compute path at a time")
     model = ref.load_model(args.model, getattr(args, "int8_activations", False),
                            getattr(args, "bf16_activations", False))
+    if getattr(args, "engine_rows", None):
+        if not getattr(args, "bf16_activations", False) or match:
+            raise SystemExit("--engine-rows follows the bf16 path's roundings: it needs --bf16-activations "
+                             "and no --match-logits")
+        import bf16_path
+        model.w.engine_rows = bf16_path.EngineRows(args.engine_rows)
     vocab = model.cfg.vocab_size
     reqs = read_requests(args.requests)
     for rid, ids in reqs:
@@ -135,6 +141,8 @@ def run(args):
                        # --match-logits: the near ties rounded the other way, as
                        # [quantized input, position, column]
                        **resolution,
+                       # --engine-rows: the activations taken the other way so far (cumulative)
+                       **({"bf16_followed": model.w.engine_rows.followed} if model.w.engine_rows else {}),
                        "layers": layers}, f)
         if args.generate and not match:
             step_layers = [l for rts in steps for l in routing_summary(rts)]
@@ -160,8 +168,12 @@ def main():
     ap.add_argument("--int8-activations", action="store_true",
                     help="model the engine's --activations int8 path (int4/int8 linears see quantized inputs)")
     ap.add_argument("--bf16-activations", action="store_true",
-                    help="model the engine's --activations bf16 path (FP8 linears: activations and scaled "
-                         "weights rounded to bf16)")
+                    help="model the engine's --activations bf16 path (FP8 linears see their inputs rounded "
+                         "to bf16; the weights stay exact)")
+    ap.add_argument("--engine-rows", metavar="DIR",
+                    help="with --bf16-activations: follow the engine's rounded activations recorded by "
+                         "tests/model/hf_logits (DIR/<linear>.npy), each checked to differ from the "
+                         "reference's only by ties taken the other way (bf16_path.EngineRows)")
     ap.add_argument("--match-logits", metavar="DIR",
                     help="with --int8-activations or --bf16-activations: round the near ties as the engine did, read from its logits "
                          "DIR/<id>.npy [len, vocab] (tie_resolution.py); routing.json lists the flips")

@@ -19,10 +19,10 @@ near ties are named and resolved the same way.
 
 The choice is a search over the near ties the reference meets, each named
 by (quantized input, position, column): find the first row that fails; try
-the near ties at or before it, latest position first, rounded the other
-way; keep a flip that moves the first failing row later (or, when none
-does, the one that at least halves that row's error without failing an
-earlier row), and repeat. Only near ties are candidates, each flip is one
+the near ties at or before it, latest position first and closest to the
+tie first within a position, rounded the other way; keep a flip that moves the first failing row later (or, when none
+of a position's near ties does, the one of them that at least halves that
+row's error without failing an earlier row), and repeat. Only near ties are candidates, each flip is one
 step of one activation, and the result must then hold every row to 1e-4:
 an engine error that is not a handful of such roundings cannot be matched.
 The flips found are reported; on the synthetic presets a request needs 0 to
@@ -34,8 +34,9 @@ import numpy as np
 
 import logit_rows
 
-# One causal forward: logits [T, vocab], the near-tie keys met, the routing,
-# the positions whose quantized inputs met a near tie.
+# One causal forward: logits [T, vocab], the near-tie keys met (each with its
+# distance from the tie, in steps), the routing, the positions whose
+# quantized inputs met a near tie.
 Pass = namedtuple("Pass", "logits keys routing tie_positions")
 # What resolve found: the reference's logits with `flips` (sorted keys) rounded
 # the other way, the forwards run, whether every row then meets the strict
@@ -46,9 +47,9 @@ Resolution = namedtuple("Resolution", "logits flips forwards matched routing tie
 def forward(model, ids, flips, absorbed=False):
     """One causal forward over ids with `flips` rounded the other way (a Pass)."""
     w = model.w
-    w.flips, w.tie_keys, w.tie_positions = set(flips), set(), set()
+    w.flips, w.tie_keys, w.tie_positions = set(flips), {}, set()
     logits, routing = model.forward(ids, absorbed=absorbed)
-    return Pass(logits, set(w.tie_keys), routing, set(w.tie_positions))
+    return Pass(logits, dict(w.tie_keys), routing, set(w.tie_positions))
 
 
 def _first_bad(eng, ref):
@@ -71,11 +72,13 @@ def resolve(model, ids, eng, max_forwards=300, absorbed=False):
         if t is None:
             break
         cands = sorted((k for k in cur.keys if k[1] <= t and k not in flips and k not in tried),
-                       key=lambda k: (-k[1], k))
+                       key=lambda k: (-k[1], cur.keys[k], k))
         moved, halved = None, None
-        for k in cands:
+        for i, k in enumerate(cands):
             if forwards >= max_forwards:
                 break
+            if halved is not None and k[1] != cands[i - 1][1]:
+                break  # a position's near ties tried: keep its best halving before trying earlier ones
             tried.add(k)
             p = forward(model, ids, flips | {k}, absorbed)
             forwards += 1
