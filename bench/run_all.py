@@ -17,7 +17,8 @@ bench-sized model end to end, as one table (and JSON).
            BF16): prefill of one 512-token prompt and decode tokens/s at each batch, with
            weight bytes touched per step / step time / bandwidth, and FLOP/s /
            peak (the int8 path's rows: of the int8 peak); FP8, INT4 and INT8
-           once per compute path (rows int4 / int4xq8: --activations f32 / int8).
+           once per compute path (rows int4 / int4xq8: --activations f32 / int8;
+           fp8xbf16: FP8 on --activations bf16).
   targets  the integer-kernels issue's goals next to what was measured:
            batch 1 at >= 85% of the bandwidth (INT8, INT4), 32 sequences at
            >= 265 / 310 tokens/s (INT8 / INT4), a 512-token prefill at
@@ -47,8 +48,8 @@ ap.add_argument("--build", default=os.path.join(ROOT, "build"))
 ap.add_argument("--work", default=None, help="model cache (default BUILD/bench-work)")
 ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
 ap.add_argument("--formats", default="fp8,int8,int4,kimi-int4")
-ap.add_argument("--activations", default="both", choices=("both", "f32", "int8"),
-                help="compute paths of the model bench for INT4/INT8 (both: each, as rows 'int4' and 'int4xq8')")
+ap.add_argument("--activations", default="both", choices=("both", "f32", "int8", "bf16"),
+                help="compute paths of the model bench for FP8/INT4/INT8 (both: f32 and int8 each, as rows 'int4' and 'int4xq8', and FP8 on bf16 too, 'fp8xbf16')")
 ap.add_argument("--batches", default="1,4,16,32,64")
 ap.add_argument("--quick", action="store_true", help="fewer steps, shorter prompts (about a third of the time)")
 ap.add_argument("--skip-kernels", action="store_true")
@@ -212,10 +213,14 @@ def model_runs():
     on the int8 path: its linears requantized to int8 groups at load)."""
     for fmt in args.formats.split(","):
         paths = ["f32", "int8"] if args.activations == "both" else [args.activations]
+        if fmt == "fp8" and args.activations == "both":
+            paths.append("bf16")  # FP8 read in place on bf16 dot products
         if fmt not in ("int4", "int8", "fp8", "kimi-int4"):
             paths = ["f32"]
+        if fmt != "fp8":
+            paths = [p for p in paths if p != "bf16"] or ["f32"]
         for act in paths:
-            yield (fmt if act == "f32" else fmt + "xq8"), fmt, act
+            yield (fmt if act == "f32" else fmt + ("xbf16" if act == "bf16" else "xq8")), fmt, act
 
 
 for key, fmt, act in model_runs():

@@ -58,6 +58,15 @@ BOOST_AUTO_TEST_CASE(deepseek_v3_fp8_bytes_per_token) {
   // DeepSeek's BF16 lm_head is quantized with the linears (store/int8_source.hpp).
   BOOST_TEST(q.lm_head.kernel == "int8/int8");
   BOOST_TEST(q.lm_head.bytes == int64_t(129280) * 7168 + int64_t(129280) * 224 * 2);
+  // The bf16 path reads the FP8 bytes in place (no copy): the f32 path's bytes,
+  // FP8 linears on "fp8/bf16" (kv_b_proj excepted), the BF16 lm_head on f32.
+  const ModelCost b = model_cost(cfg, man, Activations::bf16);
+  BOOST_TEST(b.bytes_per_token() == total);
+  BOOST_TEST(b.layers[5].expert[0].kernel == "fp8/bf16");
+  BOOST_TEST(b.layers[5].attention[0].kernel == "fp8/bf16");
+  BOOST_TEST(b.layers[5].attention[3].kernel == "fp8/f32");  // kv_b_proj
+  BOOST_TEST(b.layers[5].router.kernel == "bf16/f32");
+  BOOST_TEST(b.lm_head.kernel == "bf16/f32");
 }
 
 BOOST_AUTO_TEST_CASE(kimi_k2_thinking_int4_bytes_per_token) {
