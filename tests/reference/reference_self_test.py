@@ -391,30 +391,35 @@ def test_tie_resolution():
     margin is widened so that near ties occur: the reference's own logits with
     one near tie flipped are matched by finding that flip; logits 2% off are
     not matched."""
-    import tie_resolution
     c = dict(TEST_CONFIG, hidden_size=64, moe_intermediate_size=32, intermediate_size=136)
-    margin = ref.TIE_MARGIN
     with tempfile.TemporaryDirectory() as tmp:
         d = os.path.join(tmp, "int4")
         make_checkpoint(c, "int4", d, seed=23)
         model = ref.load_model(d, int8_activations=True)
         ids = np.random.default_rng(5).integers(0, c["vocab_size"], size=12)
-        try:
-            ref.TIE_MARGIN = 0.02
-            met, planted = tie_resolution.self_check(model, ids)
-        finally:
-            ref.TIE_MARGIN = margin
-        check(met > 0 and planted is not None, "near ties met", met, "planted", planted)
+        planted_tie_found(model, ids, ref, 0.02)
+
+
+def planted_tie_found(model, ids, module, margin):
+    """tie_resolution.self_check with module.TIE_MARGIN widened to `margin`
+    (so that near ties occur): a planted flip must be found."""
+    import tie_resolution
+    kept = module.TIE_MARGIN
+    try:
+        module.TIE_MARGIN = margin
+        met, planted = tie_resolution.self_check(model, ids)
+    finally:
+        module.TIE_MARGIN = kept
+    check(met > 0 and planted is not None, "near ties met", met, "planted", planted)
 
 
 def test_bf16_path():
     """The bf16 path's model (bf16_path.py): its hand-computed roundings; on
-    an FP8 model every FP8 linear but kv_b takes it and the logits move; and tie_resolution finds a planted flip of one of
-    its near ties (margin widened so that near ties occur). (How far the
+    an FP8 model every FP8 linear but kv_b takes it and the logits move; and
+    tie_resolution finds a planted flip of one of its near ties (margin widened so that near ties occur). (How far the
     logits move depends on the routing: a flipped expert choice moves them
     far; the engine's logits are held to this model in tests/model.)"""
     import bf16_path
-    import tie_resolution
     bf16_path.self_check()  # raises on a wrong rounding
     check(bf16_path.bf16_round(np.array([1.0 + 2.0 ** -8]))[0] == 1.0)
     c = dict(TEST_CONFIG, hidden_size=64, moe_intermediate_size=32, intermediate_size=136)
@@ -430,13 +435,7 @@ def test_bf16_path():
               and not any(p.endswith("kv_b_proj") for p in on), sorted(on))
         rel = np.abs(logits - exact).max() / np.abs(exact).max()
         check(rel > 1e-5, "bf16 against exact", rel)
-        margin = bf16_path.TIE_MARGIN
-        try:
-            bf16_path.TIE_MARGIN = 0.05
-            met, planted = tie_resolution.self_check(model, ids)
-        finally:
-            bf16_path.TIE_MARGIN = margin
-        check(met > 0 and planted is not None, "near ties met", met, "planted", planted)
+        planted_tie_found(model, ids, bf16_path, 0.05)
     # EngineRows: a row that differs from the reference's rounding only at a
     # near tie is followed; one that differs where no float32 error reaches
     # (one step off, far from a tie) raises.
