@@ -67,7 +67,7 @@ f.expect_error([T, "score", "--model", model, "--input", good, "--output", out, 
                "unknown flag", code=USAGE_ERROR)
 f.expect_error([T, "frobnicate"], ["frobnicate"], "unknown command", code=USAGE_ERROR)
 f.expect_error([T, "score", "--model", model, "--input", good, "--output", out, "--activations", "int9"],
-               ["--activations", "int9", "auto, f32 or int8"], "unknown compute path")
+               ["--activations", "int9", "auto, f32, int8 or bf16"], "unknown compute path")
 f.expect_error([T, "plan", "--model", model, "--ranks", "2", "--activations", "fp4"],
                ["--activations", "fp4"], "unknown compute path (plan)")
 # --head-split: a row count, on a pipeline of 2+ ranks, inside the vocabulary.

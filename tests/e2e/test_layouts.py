@@ -20,7 +20,7 @@ ap.add_argument("--mpi-args", default="", help="extra mpiexec arguments, e.g. th
 ap.add_argument("--name", default="layouts")
 ap.add_argument("--expect-btl", help="the transport the metrics must name, e.g. self,tb5")
 ap.add_argument("--expect-hosts", type=int, help="distinct hosts the ranks of a multi-rank run must span")
-ap.add_argument("--activations", help="the compute path of every run, baseline included (f32 or int8; default: "
+ap.add_argument("--activations", help="the compute path of every run, baseline included (f32, int8 or bf16; default: "
                 "generate's auto)")
 ap.add_argument("--expect-faults", choices=["injected", "sim"],
                 help="the multi-rank runs' tb5 counters (metrics per_rank.transport) must show these faults: btl/tb5's "
