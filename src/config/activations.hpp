@@ -6,10 +6,10 @@
 //         integer dot products for INT8_G32 and INT4_G32 weights (FP8
 //         models get INT8_G32 weights by requantizing at load:
 //         store/int8_source.hpp); BF16 and F32 stay on f32.
-//   bf16: FP8_B128 weights read in place, activations and scaled weights
-//         rounded to bf16, bf16 dot products into float32 lanes
-//         (kernels/matmul_bf16.hpp defines the bits); no copy of the
-//         weights; every other format stays on f32.
+//   bf16: FP8_B128 weights read in place and exactly, activations rounded
+//         to bf16, bf16 dot products into float32 lanes, each 128-column
+//         block's sum scaled (kernels/matmul_bf16.hpp defines the bits); no
+//         copy of the weights; every other format stays on f32.
 #pragma once
 #include <cstdint>
 #include <string>

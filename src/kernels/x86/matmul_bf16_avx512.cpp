@@ -3,8 +3,8 @@
 // (the 128-column block's partial sums, and the scaled total).
 //
 // The weights are converted once per call and 4-row panel into a per-thread
-// buffer (w' of the definition: e4m3 to bf16 by bit placement, about 11
-// instructions per 32 weights), and every token of the call reads that
+// buffer (w' of the definition: e4m3 to bf16 by bit placement, about 10
+// instructions per 32 weights, load included), and every token of the call reads that
 // panel: the conversion is paid once per weight and call, not per token. A
 // tile is 4 rows x 3 tokens, 12 block accumulators and 12 totals: per 32
 // columns 4 panel loads, 3 activation loads and 12 vdpbf16ps; per 128
