@@ -48,6 +48,20 @@ zen = dev["host"]
 ZEN_PEAK = 98e9
 
 
+# FP8 on the bf16 path (BFMMLA) against the f32 path (FMLA) on arm64, in
+# instructions an output and 32-column group (bench/neon_loop_counts.py on
+# the arm64 cross build, 2026-12-07): at 1 token f32 46.0, bf16 56.0 (its
+# one-pair loop, half of it padding); at 2 f32 26.5, bf16 28.0; from 4
+# tokens f32 26.5 and bf16 4.1 in its tile plus the panel widening's 2.5
+# instructions a weight spread over the batch (80 / n).
+def bf16_over_f32(batch):
+    if batch == 1:
+        return 46.0 / 56.0
+    if batch == 2:
+        return 26.5 / 28.0
+    return 26.5 / (4.1 + 80.0 / batch)
+
+
 def apple(name, mem_gib, p_cores, spec_bw, ghz, chip):
     peak = 32 * ghz * 1e9
     scale = peak / ZEN_PEAK
@@ -74,8 +88,12 @@ def apple(name, mem_gib, p_cores, spec_bw, ghz, chip):
             "kernels": f"estimated: this VM's measured AVX2 kernel rates x {scale:.2f} (the same FP32 peak ratio), "
                        "assuming the NEON kernels reach the same fraction of peak; not measured by us",
             "dispatch_seconds": "estimated: this VM's measured figure; not measured by us",
+            "kernels.fp8/bf16": "estimated: the fp8/f32 estimate x the ratio of instructions an output of the f32 "
+                                "FMLA and bf16 BFMMLA loops (bench/neon_loop_counts.py: 0.82x at batch 1, 1.10x at "
+                                "4, 4.0x at 32), assuming a core issues both at one rate; not measured by us",
         },
     }
+    h["kernels"]["fp8/bf16"] = {b: v * bf16_over_f32(int(b)) for b, v in h["kernels"]["fp8/f32"].items()}
     return {"format": "trillion-profile/1", "host": h,
             "source": f"{chip}: published specifications and labelled estimates; nothing here is measured by us"}
 

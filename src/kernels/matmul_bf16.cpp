@@ -1,5 +1,6 @@
-// The bf16 path's definition in scalar code (matmul_bf16.hpp), its driver,
-// and the dispatch to AVX-512 BF16 (x86/matmul_bf16_avx512.cpp).
+// The bf16 path's two definitions in scalar code (matmul_bf16.hpp), its
+// driver, and the dispatch to the build's native kernel: AVX-512 BF16
+// (x86/matmul_bf16_avx512.cpp) or BFMMLA (arm/matmul_bf16_bfmmla.cpp).
 #include "kernels/matmul_bf16.hpp"
 
 #include <algorithm>
@@ -10,12 +11,16 @@
 
 #include "common/error.hpp"
 #include "common/numeric.hpp"
+#include "kernels/bf16_arm_step.hpp"
 #include "kernels/kernel_table.hpp"
+#include "platform/cpu.hpp"
 
 namespace trillion {
 
 // Defined in x86/matmul_bf16_avx512.cpp (x86 builds) or generic/no_avx2.cpp.
 void matmul_bf16_rows_avx512(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64_t r0, int64_t r1);
+// Defined in arm/matmul_bf16_bfmmla.cpp (arm64 builds) or generic/no_neon.cpp.
+void matmul_bf16_rows_bfmmla(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64_t r0, int64_t r1);
 
 namespace {
 
@@ -26,12 +31,17 @@ float weight_scale(const QMatrix& W, int64_t r, int64_t c) {
   return static_cast<const float*>(W.scale)[((W.scale_row0 + r) / 128) * W.scale_cols + c / 128];
 }
 
-void rows_ref(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+// Row r's w' as floats, padding 0 to the activations' stride.
+void weight_row(const QMatrix& W, int64_t r, int64_t stride, std::vector<float>& wr) {
   const auto* w = static_cast<const uint8_t*>(W.data);
-  std::vector<float> wr(size_t(xb.stride));  // row r's w' as floats, padding 0
+  wr.assign(size_t(stride), 0.0f);
+  for (int64_t c = 0; c < W.cols; ++c) wr[size_t(c)] = bf16_to_f32(bf16_weight(w[r * W.cols + c]));
+}
+
+void rows_x86(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  std::vector<float> wr;
   for (int64_t r = r0; r < r1; ++r) {
-    for (int64_t c = 0; c < xb.stride; ++c)
-      wr[size_t(c)] = c < W.cols ? bf16_to_f32(bf16_weight(w[r * W.cols + c])) : 0.0f;
+    weight_row(W, r, xb.stride, wr);
     for (int64_t t = 0; t < xb.n; ++t) {
       const uint16_t* x = xb.row(t);
       float acc[16] = {};
@@ -53,7 +63,43 @@ void rows_ref(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64
   }
 }
 
+void rows_arm(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  std::vector<float> wr;
+  for (int64_t r = r0; r < r1; ++r) {
+    weight_row(W, r, xb.stride, wr);
+    for (int64_t t = 0; t < xb.n; ++t) {
+      const uint16_t* x = xb.row(t);
+      const auto xv = [&](int64_t c) { return bf16_to_f32(x[c]); };
+      float acc = 0.0f;
+      for (int64_t b = 0; b < xb.stride; b += kBf16Block) {
+        float a[4] = {};
+        for (int64_t c = b, j = 0; c < std::min(b + kBf16Block, xb.stride); c += 4, ++j) {
+          float& q = a[j % 4];
+          q = arm_bf16::step(q, wr[size_t(c)], xv(c), wr[size_t(c + 1)], xv(c + 1));
+          q = arm_bf16::step(q, wr[size_t(c + 2)], xv(c + 2), wr[size_t(c + 3)], xv(c + 3));
+        }
+        acc = std::fma(weight_scale(W, r, b), (a[0] + a[1]) + (a[2] + a[3]), acc);
+      }
+      y[t * ldy + r] = acc;
+    }
+  }
+}
+
+void rows_ref(Bf16Family family, const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  if (family == Bf16Family::arm) rows_arm(W, xb, y, ldy, r0, r1);
+  else rows_x86(W, xb, y, ldy, r0, r1);
+}
+
+// The build's native kernel where the CPU has it, else its definition in scalar code.
+void rows(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  if (!bf16_native()) rows_ref(kBf16Family, W, xb, y, ldy, r0, r1);
+  else if (kBf16Family == Bf16Family::arm) matmul_bf16_rows_bfmmla(W, xb, y, ldy, r0, r1);
+  else matmul_bf16_rows_avx512(W, xb, y, ldy, r0, r1);
+}
+
 }  // namespace
+
+const char* to_string(Bf16Family f) { return f == Bf16Family::arm ? "arm" : "x86"; }
 
 uint16_t bf16_round(float v) {
   if (std::fabs(v) < FLT_MIN) return uint16_t((std::bit_cast<uint32_t>(v) >> 16) & 0x8000u);  // subnormal: signed zero
@@ -69,16 +115,27 @@ void round_bf16_rows(const float* x, int64_t n, int64_t cols, Bf16Rows& out) {
   out.n = n;
   out.cols = cols;
   out.stride = (cols + kBf16Chunk - 1) / kBf16Chunk * kBf16Chunk;
-  out.v.assign(size_t(n * out.stride), 0);
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t c = 0; c < cols; ++c) out.v[size_t(t * out.stride + c)] = bf16_round(x[t * cols + c]);
+  out.v.resize(size_t(n * out.stride));  // every element is written below: a reused buffer gets no zero-fill pass
+  for (int64_t t = 0; t < n; ++t) {
+    uint16_t* row = out.v.data() + t * out.stride;
+    for (int64_t c = 0; c < cols; ++c) row[c] = bf16_round(x[t * cols + c]);
+    std::fill(row + cols, row + out.stride, uint16_t(0));
+  }
 }
 
 bool bf16_supports(MatFormat f) { return f == MatFormat::FP8_B128; }
 
 bool bf16_native() {
-  static const bool yes = cpu_has_avx512_bf16();
+  static const bool yes = kBf16Family == Bf16Family::arm ? platform::arm_has_bf16() : cpu_has_avx512_bf16();
   return yes;
+}
+
+bool bf16_auto_faster() {
+#if defined(__aarch64__)
+  return bf16_native();
+#else
+  return false;
+#endif
 }
 
 namespace {
@@ -92,19 +149,17 @@ void check_operands(const QMatrix& W, const Bf16Rows& xb) {
 
 void matmul_bf16_serial(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy) {
   check_operands(W, xb);
-  if (bf16_native()) matmul_bf16_rows_avx512(W, xb, y, ldy, 0, W.rows);
-  else rows_ref(W, xb, y, ldy, 0, W.rows);
+  rows(W, xb, y, ldy, 0, W.rows);
 }
 
 void matmul_bf16(const QMatrix& W, const Bf16Rows& xb, float* y, ThreadPool& pool) {
   check_operands(W, xb);
-  // Blocks of whole 4-row panels (the kernel's tile); any split gives the same bits.
-  pool.parallel_for(W.rows, 16, [&](int64_t r0, int64_t r1) {
-    if (bf16_native()) matmul_bf16_rows_avx512(W, xb, y, W.rows, r0, r1);
-    else rows_ref(W, xb, y, W.rows, r0, r1);
-  });
+  // Blocks of whole 4-row panels (the kernels' tile); any split gives the same bits.
+  pool.parallel_for(W.rows, 16, [&](int64_t r0, int64_t r1) { rows(W, xb, y, W.rows, r0, r1); });
 }
 
-void matmul_bf16_ref(const QMatrix& W, const Bf16Rows& xb, float* y) { rows_ref(W, xb, y, W.rows, 0, W.rows); }
+void matmul_bf16_ref(const QMatrix& W, const Bf16Rows& xb, float* y, Bf16Family family) {
+  rows_ref(family, W, xb, y, W.rows, 0, W.rows);
+}
 
 }  // namespace trillion

@@ -21,6 +21,7 @@ int compute_cores();
 // AT_HWCAP2; macOS: sysctl hw.optional.arm.FEAT_*). false on other ISAs.
 bool arm_has_dotprod();  // FEAT_DotProd: SDOT
 bool arm_has_i8mm();     // FEAT_I8MM: SMMLA
+bool arm_has_bf16();     // FEAT_BF16: BFDOT, BFMMLA (Apple M2 and later, Neoverse V1/N2 and later)
 
 // The CPUs this process may run on (Linux: sched_getaffinity), in `cpus`.
 // false where the OS has no affinity (macOS: any thread may run on any core).

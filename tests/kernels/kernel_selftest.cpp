@@ -11,8 +11,10 @@
 
 #include "kernels/kernel_table.hpp"
 #include "kernels/matmul.hpp"
+#include "kernels/matmul_bf16.hpp"
 #include "isa_report.hpp"
 #include "kernel_checks.hpp"
+#include "bf16_checks.hpp"
 #include "exp_checks.hpp"
 #include "q8_checks.hpp"
 #include "random_matrix.hpp"
@@ -147,6 +149,21 @@ int main() {
   for (const std::string& f : q8) std::printf("FAIL %s\n", f.c_str());
   failed += int(q8.size());
   passed += q8_checks - int(q8.size());
+  // The bf16 path: Arm's step by hand, BFMMLA against it (where the CPU has
+  // it), the native kernel against the build's definition.
+  auto list_check = [](const std::vector<std::string>& fails, const char* what) {
+    for (const std::string& f : fails) std::printf("FAIL %s\n", f.c_str());
+    if (fails.empty()) ++passed;
+    else ++failed;
+    std::printf("%s: %s\n", what, fails.empty() ? "ok" : "FAILED");
+  };
+  list_check(arm_step_by_hand(), "bf16 Arm step by hand");
+  bool ran = false;
+  const std::vector<std::string> mmla = bfmmla_against_step(ran);
+  if (ran) list_check(mmla, "BFMMLA against the Arm step");
+  else std::printf("SKIPPED BFMMLA against the Arm step: no FEAT_BF16 here (bf16 runs the scalar definition)\n");
+  std::printf("bf16 path: %s definition, %s\n", to_string(kBf16Family), bf16_native() ? "native" : "scalar");
+  list_check(bf16_kernel_against_definition(12), "bf16 kernel against the definition");
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

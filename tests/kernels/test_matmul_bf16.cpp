@@ -1,9 +1,8 @@
 // The bf16 path for FP8 weights (kernels/matmul_bf16.hpp): the rounding by
-// hand, the scalar definition against float64 sums of its operands,
-// and the AVX-512 BF16 kernel bit for bit against the scalar definition
-// (odd shapes, partial chunks, every token count to 40, thread counts,
-// scales past 2^8 and near 2^-120, the NaN codes, products and sums below the
-// smallest normal, row views whose 4-row panels straddle a scale block).
+// hand, Arm's step by hand, both families' scalar definitions against
+// float64 sums of their operands, and the build's native kernel (AVX-512
+// BF16 here; BFMMLA in the arm64 self test under qemu) bit for bit against
+// its definition (bf16_checks.hpp).
 #include <boost/test/unit_test.hpp>
 
 #include <cfloat>
@@ -15,6 +14,7 @@
 #include "common/numeric.hpp"
 #include "common/thread_pool.hpp"
 #include "kernels/matmul_bf16.hpp"
+#include "bf16_checks.hpp"
 #include "random_matrix.hpp"
 
 using namespace trillion;
@@ -60,96 +60,62 @@ BOOST_AUTO_TEST_CASE(bf16_rounding_by_hand) {
     if ((b & 0x7F) != 0x7F) BOOST_TEST(bf16_to_f32(bf16_weight(uint8_t(b))) == fp8e4m3_to_f32(uint8_t(b)), "byte " << b);
 }
 
-// The scalar definition is the float64 sum of its operands (x rounded, w
-// exact, times the block scale) within the error of 2 float32 additions per
-// lane and chunk, one per block (the scaled fold) and the 4-level tree.
-BOOST_AUTO_TEST_CASE(definition_against_float64) {
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{5, 300}, {3, 1000}, {2, 31}}) {
-    const RandomMatrix W = RandomMatrix::fp8(rows, cols, 7 + cols, {0.01f, 3.0f, 0.5f});
-    const int64_t n = 3;
-    const std::vector<float> x = random_x(n, cols, 8, -2.0f, 2.0f);
-    Bf16Rows xb;
-    round_bf16_rows(x.data(), n, cols, xb);
-    std::vector<float> y(size_t(n * rows));
-    matmul_bf16_ref(W.view(), xb, y.data());
-    for (int64_t t = 0; t < n; ++t)
-      for (int64_t r = 0; r < rows; ++r) {
-        double exact = 0, mag = 0;
-        for (int64_t c = 0; c < cols; ++c) {
-          const double p = W.value(r, c) * double(bf16_to_f32(bf16_round(x[size_t(t * cols + c)])));
-          exact += p, mag += std::fabs(p);
+BOOST_AUTO_TEST_CASE(arm_step_by_hand) {
+  for (const std::string& f : trillion::test::arm_step_by_hand()) BOOST_ERROR(f);
+}
+
+// Each family's scalar definition is the float64 sum of its operands (x
+// rounded, w exact, times the block scale) within the error of its
+// roundings: x86, 2 per lane and chunk, one per block (the scaled fold) and
+// the 4-level tree (each half an ulp); Arm, 2 per step (the pair's sum and
+// the accumulation, each under an ulp: rounding to odd), 8 steps per lane
+// and block, then the lanes' 3 sums and the fold.
+BOOST_AUTO_TEST_CASE(definitions_against_float64) {
+  for (Bf16Family family : {Bf16Family::x86, Bf16Family::arm})
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{5, 300}, {3, 1000}, {2, 31}}) {
+      const RandomMatrix W = RandomMatrix::fp8(rows, cols, 7 + cols, {0.01f, 3.0f, 0.5f});
+      const int64_t n = 3;
+      const std::vector<float> x = random_x(n, cols, 8, -2.0f, 2.0f);
+      Bf16Rows xb;
+      round_bf16_rows(x.data(), n, cols, xb);
+      std::vector<float> y(size_t(n * rows));
+      matmul_bf16_ref(W.view(), xb, y.data(), family);
+      const double blocks = double((cols + 127) / 128);
+      const double bound_ulps = family == Bf16Family::x86 ? (2 * ((cols + 31) / 32) + blocks + 4) * 0x1p-24
+                                                          : (2 * 2 * 8 + 4) * blocks * 0x1p-23;
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t r = 0; r < rows; ++r) {
+          double exact = 0, mag = 0;
+          for (int64_t c = 0; c < cols; ++c) {
+            const double p = W.value(r, c) * double(bf16_to_f32(bf16_round(x[size_t(t * cols + c)])));
+            exact += p, mag += std::fabs(p);
+          }
+          BOOST_TEST(std::fabs(double(y[size_t(t * rows + r)]) - exact) <= bound_ulps * mag + 1e-30,
+                     to_string(family) << " rows " << rows << " cols " << cols << " t " << t << " r " << r);
         }
-        const double bound = double(2 * ((cols + 31) / 32) + (cols + 127) / 128 + 4) * 0x1p-24 * mag + 1e-30;
-        BOOST_TEST(std::fabs(double(y[size_t(t * rows + r)]) - exact) <= bound,
-                   "rows " << rows << " cols " << cols << " t " << t << " r " << r);
-      }
-  }
+    }
 }
 
-// AVX-512 BF16 bit for bit against the definition; a token's outputs are its
-// own whatever the batch (n = 1 against every n), any thread count.
-BOOST_AUTO_TEST_CASE(native_kernel_bits) {
-  if (!bf16_native()) {
-    BOOST_TEST_MESSAGE("no AVX-512 BF16 on this CPU: matmul_bf16 runs the scalar definition (tested above)");
-    return;
-  }
-  struct Case {
-    int64_t rows, cols;
-    std::vector<float> scales;
-    float lo, hi;
-    bool nan;
-  };
-  const std::vector<Case> cases = {
-      {13, 7 * 32 + 5, {0.01f, 3.0f}, -3.0f, 3.0f, false},       // panels of 4 and one row; a partial chunk
-      {7, 2 * 128, {300.0f, 1e-3f}, -1.0f, 1.0f, false},         // a scale past 2^8
-      {9, 160, {1.0f}, -2.0f, 2.0f, true},                       // the NaN codes (+-480)
-      {6, 96, {1.0f}, -1e-36f, 1e-36f, false},                   // products and sums below FLT_MIN (flushed)
-      {5, 300, {0x1p-120f, 1.0f}, -1e-10f, 1e-10f, false},       // scaled folds below FLT_MIN (kept)
-      {130, 300, {0.02f, 0.7f, 5.0f}, -4.0f, 4.0f, false},       // two row blocks of scales
-      {4, 1, {2.0f}, -1.0f, 1.0f, false}};                       // one column
-  for (size_t k = 0; k < cases.size(); ++k) {
-    const Case& c = cases[k];
-    const RandomMatrix W = RandomMatrix::fp8(c.rows, c.cols, 100 + k, c.scales, c.nan);
-    const int64_t most = 40;
-    const std::vector<float> x = random_x(most, c.cols, 200 + k, c.lo, c.hi);
-    Bf16Rows all;
-    round_bf16_rows(x.data(), most, c.cols, all);
-    std::vector<float> want(size_t(most * c.rows));
-    matmul_bf16_ref(W.view(), all, want.data());
-    ThreadPool one(1);
-    for (int64_t n = 1; n <= most; ++n) {
-      Bf16Rows part;
-      round_bf16_rows(x.data(), n, c.cols, part);
-      std::vector<float> y(size_t(n * c.rows), -1.0f);
-      matmul_bf16(W.view(), part, y.data(), one);
-      const std::vector<float> head(want.begin(), want.begin() + n * c.rows);
-      BOOST_TEST(same_bits(y, head), "case " << k << " (" << c.rows << "x" << c.cols << ") n=" << n);
-    }
-    for (int threads = 2; threads <= 4; ++threads) {
-      ThreadPool pool(threads);
-      std::vector<float> y(want.size(), -1.0f);
-      matmul_bf16(W.view(), all, y.data(), pool);
-      BOOST_TEST(same_bits(y, want), "case " << k << " threads=" << threads);
-    }
-  }
-}
-
-// A view of rows (an lm_head split: QMatrix::row_range) takes its rows'
-// scales: its outputs are the whole matrix's rows, bit for bit, where a
-// 4-row panel straddles a 128-row scale block.
-BOOST_AUTO_TEST_CASE(row_views_take_their_rows_scales) {
-  const RandomMatrix W = RandomMatrix::fp8(260, 200, 3, {0.5f, 2.0f, 0.03f, 7.0f});
-  const int64_t n = 5, first = 126, count = 9;
-  const std::vector<float> x = random_x(n, 200, 4, -1.0f, 1.0f);
+// The two families differ (in the last bits, where a sum rounds): the same
+// operands through each give different bits somewhere.
+BOOST_AUTO_TEST_CASE(families_differ) {
+  const RandomMatrix W = RandomMatrix::fp8(16, 512, 5, {0.3f, 1.7f});
+  const std::vector<float> x = random_x(4, 512, 6, -2.0f, 2.0f);
   Bf16Rows xb;
-  round_bf16_rows(x.data(), n, 200, xb);
-  std::vector<float> full(size_t(n * 260)), part(size_t(n * count));
-  ThreadPool pool(1);
-  matmul_bf16(W.view(), xb, full.data(), pool);
-  matmul_bf16(W.view().row_range(first, count), xb, part.data(), pool);
-  for (int64_t t = 0; t < n; ++t)
-    BOOST_TEST(std::memcmp(&part[size_t(t * count)], &full[size_t(t * 260 + first)], size_t(count) * 4) == 0,
-               "token " << t);
+  round_bf16_rows(x.data(), 4, 512, xb);
+  std::vector<float> a(64), b(64);
+  matmul_bf16_ref(W.view(), xb, a.data(), Bf16Family::x86);
+  matmul_bf16_ref(W.view(), xb, b.data(), Bf16Family::arm);
+  BOOST_TEST(!same_bits(a, b));
+}
+
+// The build's native kernel bit for bit against its definition; a token's
+// outputs are its own whatever the batch (n = 1 against every n), any thread
+// count, row views.
+BOOST_AUTO_TEST_CASE(native_kernel_bits) {
+  BOOST_TEST_MESSAGE("bf16 path: " << to_string(kBf16Family) << " definition, "
+                                   << (bf16_native() ? "native" : "scalar (nothing native to compare)"));
+  for (const std::string& f : trillion::test::bf16_kernel_against_definition(40)) BOOST_ERROR(f);
 }
 
 BOOST_AUTO_TEST_CASE(refuses_other_formats_and_shapes) {

@@ -43,6 +43,13 @@ def bf16_round(x):
 TIE_MARGIN = 2e-2
 
 
+def bf16_step(v):
+    """One bf16 step (a unit in the last place) in the binade of each |x| = v
+    (v = 0 counts as 1's binade)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.exp2(np.floor(np.log2(np.where(v > 0, v, 1.0))) - 7)
+
+
 def round_activations(x, flip=None, distances=False):
     """The engine's bf16 rounding of activation rows x [T, n], and a [T, n]
     mask of those within TIE_MARGIN steps of a tie. flip [T, n] (optional):
@@ -52,8 +59,8 @@ def round_activations(x, flip=None, distances=False):
     x = np.asarray(x, dtype=np.float64)
     out = bf16_round(x)
     v = np.abs(x)
+    step = bf16_step(v)
     with np.errstate(divide="ignore", invalid="ignore"):
-        step = np.exp2(np.floor(np.log2(np.where(v > 0, v, 1.0))) - 7)  # one bf16 step in v's binade
         lo = np.floor(v / step) * step
         frac = v / step - np.floor(v / step)
     near = (v >= 2.0 ** -126) & np.isfinite(v) & (np.abs(frac - 0.5) < TIE_MARGIN)
@@ -109,8 +116,7 @@ class EngineRows:
         out = np.array(rounded, dtype=np.float64)
         x = np.asarray(x, dtype=np.float64)
         v = np.abs(x)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.exp2(np.floor(np.log2(np.where(v > 0, v, 1.0))) - 7)
+        step = bf16_step(v)
         for i in range(out.shape[0]):
             differ = E != out[i]
             best = int(np.argmin(differ.sum(axis=1)))

@@ -49,6 +49,17 @@ bool arm_has_i8mm() {
 #endif
 }
 
+bool arm_has_bf16() {
+#if defined(__aarch64__)
+#if !defined(HWCAP2_BF16)
+#define HWCAP2_BF16 (1 << 14)
+#endif
+  return (getauxval(AT_HWCAP2) & HWCAP2_BF16) != 0;
+#else
+  return false;
+#endif
+}
+
 bool allowed_cpus(std::vector<unsigned>& cpus) {
   cpu_set_t set;
   CPU_ZERO(&set);

@@ -30,6 +30,8 @@ bool arm_has_dotprod() { return sysctl_int("hw.optional.arm.FEAT_DotProd") != 0;
 
 bool arm_has_i8mm() { return sysctl_int("hw.optional.arm.FEAT_I8MM") != 0; }
 
+bool arm_has_bf16() { return sysctl_int("hw.optional.arm.FEAT_BF16") != 0; }
+
 bool allowed_cpus(std::vector<unsigned>&) { return false; }
 
 std::string boot_id() {
