@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include "arena_copy.hpp"
+#include "kernels/matmul_bf16.hpp"
 #include "store/manifest.hpp"
 
 namespace trillion::bench {
@@ -112,7 +113,10 @@ StepStats Bench::step(const Batch& batch, const std::vector<int32_t>& tokens, Kv
 LoadedModel::LoadedModel(const std::string& dir, ThreadPool& pool, const std::string& activations, bool copied)
     // Checksums off: hashing would stream every tensor once more at first use.
     : store(ModelStore::open(dir, StoreOptions{false})),
-      act(resolve_activations(activations, store->manifest().weight_format)),
+      // auto on FP8 as if the int8 copy did not fit: a bench weighs no
+      // memory, and reading the FP8 pages in place was its default (take
+      // the copy with int8).
+      act(resolve_activations(activations, store->manifest().weight_format, false, bf16_auto_faster())),
       int8(std::make_unique<Int8FromFp8Source>(*store, &pool)),
       weights(requantizes_fp8(act, store->manifest().weight_format) ? static_cast<TensorSource*>(int8.get())
                                                                      : store.get()) {

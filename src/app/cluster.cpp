@@ -13,7 +13,9 @@
 #include "common/fault.hpp"
 #include "common/interrupt.hpp"
 #include "common/page_arena.hpp"
+#include "config/activations.hpp"
 #include "format/mapped_pages.hpp"
+#include "kernels/matmul_bf16.hpp"
 #include "model/kv_pools.hpp"
 #include "parallel/mode_rules.hpp"
 #include "parallel/run_footprint.hpp"
@@ -60,16 +62,46 @@ void Cluster::set_up() {
   // Every rank checks the options and opens the model; a failure on any rank
   // is reported by rank 0 with that rank's message.
   std::string error;
+  RankPlace place;
+  std::string int8_misfit;  // --activations auto on FP8: why this rank's int8 copy does not fit ("": it does)
+  bool bf16_faster = false;
+  const bool choosing = opts_.activations == "auto";  // the same flags on every rank
   try {
     check_run_flags(opts_);
     store_ = ModelStore::open(opts_.model_dir, StoreOptions{opts_.verify});
-    const RankPlace place{.ranks = env_->size(),
-                          .rank = env_->rank(),
-                          .ranks_on_host = env_->ranks_on_host(),
-                          .host_memory_bytes = physical_memory_bytes(),
-                          .physical_cores = physical_cores(),
-                          .hardware_threads = int(std::thread::hardware_concurrency()),
-                          .thread_limit = thread_limit()};
+    place = RankPlace{.ranks = env_->size(),
+                      .rank = env_->rank(),
+                      .ranks_on_host = env_->ranks_on_host(),
+                      .host_memory_bytes = physical_memory_bytes(),
+                      .physical_cores = physical_cores(),
+                      .hardware_threads = int(std::thread::hardware_concurrency()),
+                      .thread_limit = thread_limit()};
+    if (choosing && auto_weighs_hosts(opts_.activations, store_->manifest().weight_format)) {
+      int8_misfit = int8_copy_misfit(opts_, *store_, place);
+      bf16_faster = bf16_auto_faster();
+    }
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  env_->check_all(error.empty(), error);
+  // auto on FP8: one path for all, from what each rank knows of its own
+  // memory and CPU (ranks may be on different hosts). Every rank votes when
+  // the flag is auto, whatever its model says, so none waits alone.
+  if (choosing) {
+    const MpiEnv::Vote fits = env_->vote(int8_misfit.empty(), int8_misfit);
+    const MpiEnv::Vote fast = env_->vote(bf16_faster, "");
+    const WeightFormat format = store_->manifest().weight_format;
+    if (auto_weighs_hosts(opts_.activations, format)) {
+      const Activations act = auto_activations(format, fits.all, fast.all);
+      opts_.activations = to_string(act);  // configure_run takes it as given
+      if (env_->rank() == 0) {
+        const std::string line = auto_activations_notice(act, fits.all ? "" : env_->where(fits.first) + ": " + fits.message,
+                                                         fast.all ? "" : env_->where(fast.first));
+        std::fprintf(stderr, "trillion: %s\n", line.c_str());
+      }
+    }
+  }
+  try {
     const RunConfig rc = configure_run(opts_, *store_, place);
     shape_ = rc.shape;
     layout_ = rc.layout;

@@ -8,7 +8,11 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +32,91 @@
 namespace po = boost::program_options;
 
 namespace trillion::app {
+
+namespace {
+
+// Each rank's share and each host's memory need on one compute path.
+struct PlanMemory {
+  RunLayout run;
+  nlohmann::json per_rank = nlohmann::json::array(), per_host = nlohmann::json::array();
+  bool fits = true;
+  std::string first_shortfall;  // the first host that falls short, in words ("" when all fit)
+};
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(1ll << 30));
+  return buf;
+}
+
+void fill_memory(PlanMemory& pm, const ModelConfig& cfg, const Manifest& man, const RunShape& shape,
+                 const PlanHosts& hosts, const std::vector<int64_t>& memory, bool copies) {
+  const Layout& layout = pm.run.layout;
+  std::vector<double> host_need(memory.size(), 0);
+  for (size_t r = 0; r < layout.ranks.size(); ++r) {
+    const RankShare& s = layout.ranks[r];
+    const int32_t slots = pool_slots(layout, shape.slots);
+    const RunFootprint f = run_footprint(cfg, shape, s.layers.size(), slots);
+    // The pool as the run allocates it (KvPools::pool_blocks over the rank's layers).
+    const int64_t kv =
+        KvCache::pool_bytes(cfg, s.layers.size(), KvPools::pool_blocks(slots, shape.max_len, shape.kv_tokens));
+    const int64_t weights = share_bytes(cfg, man, s);
+    const int64_t copy = copies ? share_int8_copy_bytes(cfg, man, s) : 0;
+    const int h = hosts.host_of_rank[r];
+    host_need[size_t(h)] += double(weights + copy + kv) + f.activation_bytes;
+    pm.per_rank.push_back({{"rank", r},
+                           {"host", hosts.host_names[size_t(h)]},
+                           {"layers", {s.layers.begin, s.layers.end - 1}},
+                           {"embed", s.layers.has_embed},
+                           {"head", s.layers.has_head},
+                           {"head_rows", {s.layers.head_begin(), s.layers.head_end(cfg.vocab_size)}},
+                           {"experts", {s.experts.begin, s.experts.end - 1}},
+                           {"weight_bytes", weights},
+                           {"int8_copy_bytes", copy},
+                           {"kv_cache_bytes", kv},
+                           {"working_bytes", int64_t(f.activation_bytes)},
+                           {"mtp", mtp_footprint(cfg, man, s, kv / std::max<int64_t>(1, s.layers.size()))},
+                           {"files", share_files(cfg, man, s)}});
+  }
+  for (size_t h = 0; h < memory.size(); ++h) {
+    const double short_by = host_need[h] - double(memory[h]);
+    if (short_by > 0 && pm.fits)
+      pm.first_shortfall =
+          hosts.host_names[h] + " needs " + gib(host_need[h]) + ", more than its " + gib(double(memory[h]));
+    if (short_by > 0) pm.fits = false;
+    std::set<std::string> files;
+    for (const auto& r : pm.per_rank)
+      if (r["host"] == hosts.host_names[h])
+        for (const auto& f : r["files"]) files.insert(f.get<std::string>());
+    pm.per_host.push_back({{"host", hosts.host_names[h]},
+                           {"memory_bytes", memory[h]},
+                           {"needed_bytes", int64_t(host_need[h])},
+                           {"fits", short_by <= 0},
+                           {"shortfall_bytes", short_by > 0 ? int64_t(short_by) : 0},
+                           {"files", files}});
+  }
+}
+
+// Whether the host profile runs FP8 on bf16 faster than on f32, as
+// bf16_auto_faster() answers for a run: by the in-cache kernel rates at
+// batch 32 (a batch job's decode, where compute starts to count).
+struct Bf16Verdict {
+  bool faster = false;
+  std::string why;
+};
+Bf16Verdict bf16_verdict(const HostProfile& host) {
+  if (!host.kernels.count("fp8/bf16")) return {false, "the host profile has no fp8/bf16 kernel rate"};
+  const double bf16 = host.kernel_rate("fp8/bf16", 32);
+  if (!host.kernels.count("fp8/f32"))
+    return {true, "the host profile has an fp8/bf16 kernel rate and no fp8/f32 one"};
+  const double f32 = host.kernel_rate("fp8/f32", 32);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "the host profile's fp8/bf16 rate at batch 32 (%.2f GFLOP/s per core) %s fp8/f32's (%.2f)",
+                bf16 / 1e9, bf16 > f32 ? "exceeds" : "does not exceed", f32 / 1e9);
+  return {bf16 > f32, buf};
+}
+
+}  // namespace
 
 int run_plan(const Args& args) {
   std::string model_dir, config, quantize, hostfile, parallel = "pipeline", stages, activations = "auto",
@@ -123,10 +212,8 @@ int run_plan(const Args& args) {
   const PlanModel pm = load_plan_model(model_dir, config, quantize);
   const ModelConfig& cfg = pm.config;
   const Manifest& man = pm.manifest;
-  const Activations act = resolve_activations(activations, man.weight_format);
   const ParallelMode mode = parse_parallel_mode(parallel);
   const ModelSizes sizes = model_sizes(cfg, man);
-  const ModelCost cost = model_cost(cfg, man, act);
   ClusterProfile cl;
   cl.host_of_rank = hosts.host_of_rank;
   cl.hosts.assign(memory.size(), host);
@@ -134,71 +221,62 @@ int run_plan(const Args& args) {
   cl.local = local;
   cl.threads = threads;
   cl.one_machine = emulated;
-  // --stages auto: balanced by the predicted time of a decode step at
-  // --max-batch (a batch job's steady state), as generate splits it.
-  const RunLayout resolved = resolve_layout(cfg, sizes, mode, ranks, stages, head_split_flag, /*whole_head=*/false, [&] {
-    return auto_stages(cost, host, threads, ranks, kv_slots, micro_batches, kv_len);
-  });
-  stages = resolved.stages.stages;
-  const int64_t head_split = resolved.stages.head_split;
-  const Layout& layout = resolved.layout;
-  const bool copies = requantizes_fp8(act, man.weight_format);
-
-  PlanReport rep;
-  rep.json = {{"model", pm.source}, {"converted", pm.converted}, {"model_type", cfg.model_type},
-              {"weight_format", to_string(cfg.weight_format)}, {"parallel", to_string(mode)}, {"ranks", ranks},
-              {"activations", to_string(act)}, {"threads", threads}, {"emulated", emulated}, {"context", context},
-              {"host_profile", to_json(host)}, {"link_profile", to_json(link)}, {"local_link_profile", to_json(local)}};
-  if (!stages.empty() && takes_stages(mode)) rep.json["stages"] = stages;  // given, or what auto chose
-  if (takes_stages(mode)) rep.json["head_split"] = head_split;
   RunShape shape;
   shape.slots = kv_slots;
   shape.max_len = kv_len;
   shape.kv_tokens = kv_tokens;
   shape.step_tokens = step_tokens;
   shape.micro_batches = micro_batches;
-  check_mode_shape(layout, shape);  // as generate refuses them
-  std::vector<double> host_need(memory.size(), 0);
-  for (int r = 0; r < ranks; ++r) {
-    const RankShare& s = layout.ranks[size_t(r)];
-    const int32_t slots = pool_slots(layout, kv_slots);
-    const RunFootprint f = run_footprint(cfg, shape, s.layers.size(), slots);
-    // The pool as the run allocates it (KvPools::pool_blocks over the rank's layers).
-    const int64_t kv = KvCache::pool_bytes(cfg, s.layers.size(), KvPools::pool_blocks(slots, kv_len, kv_tokens));
-    const int64_t weights = share_bytes(cfg, man, s);
-    const int64_t copy = copies ? share_int8_copy_bytes(cfg, man, s) : 0;
-    const int h = hosts.host_of_rank[size_t(r)];
-    host_need[size_t(h)] += double(weights + copy + kv) + f.activation_bytes;
-    rep.json["per_rank"].push_back({{"rank", r},
-                                    {"host", hosts.host_names[size_t(h)]},
-                                    {"layers", {s.layers.begin, s.layers.end - 1}},
-                                    {"embed", s.layers.has_embed},
-                                    {"head", s.layers.has_head},
-                                    {"head_rows", {s.layers.head_begin(), s.layers.head_end(cfg.vocab_size)}},
-                                    {"experts", {s.experts.begin, s.experts.end - 1}},
-                                    {"weight_bytes", weights},
-                                    {"int8_copy_bytes", copy},
-                                    {"kv_cache_bytes", kv},
-                                    {"working_bytes", int64_t(f.activation_bytes)},
-                                    {"mtp", mtp_footprint(cfg, man, s, kv / std::max<int64_t>(1, s.layers.size()))},
-                                    {"files", share_files(cfg, man, s)}});
+  // The layout and each host's memory on path `a`, as generate would hold them.
+  const auto memory_on = [&](Activations a) {
+    // --stages auto: balanced by the predicted time of a decode step at
+    // --max-batch (a batch job's steady state), as generate splits it.
+    const ModelCost cost = model_cost(cfg, man, a);
+    PlanMemory pmem;
+    pmem.run = resolve_layout(cfg, sizes, mode, ranks, stages, head_split_flag, /*whole_head=*/false, [&] {
+      return auto_stages(cost, host, threads, ranks, kv_slots, micro_batches, kv_len);
+    });
+    check_mode_shape(pmem.run.layout, shape);  // as generate refuses them
+    fill_memory(pmem, cfg, man, shape, hosts, memory, requantizes_fp8(a, man.weight_format));
+    return pmem;
+  };
+  // auto on FP8 (config/activations.hpp): bf16 where the profile's kernels
+  // say it beats f32, else the int8 copy where the plan with it fits every
+  // host, else f32.
+  Activations act;
+  std::string reason;
+  std::optional<PlanMemory> int8_plan;
+  if (auto_weighs_hosts(activations, man.weight_format)) {
+    int8_plan = memory_on(Activations::int8);
+    const Bf16Verdict bf16 = bf16_verdict(host);
+    act = auto_activations(man.weight_format, int8_plan->fits, bf16.faster);
+    if (act == Activations::bf16) reason = "auto: " + bf16.why;
+    else if (act == Activations::int8) reason = "auto: " + bf16.why + "; the int8 copy of the FP8 linears fits every host's memory";
+    else reason = "auto: " + bf16.why + "; with the int8 copy of the FP8 linears " + int8_plan->first_shortfall;
+  } else {
+    act = resolve_activations(activations, man.weight_format, false, false);
+    reason = activations == "auto" ? "auto: int8 for INT8 and INT4 models, f32 for BF16"
+                                   : "--activations " + activations;
   }
-  bool fits = true;
-  for (size_t h = 0; h < memory.size(); ++h) {
-    const double short_by = host_need[h] - double(memory[h]);
-    if (short_by > 0) fits = false;
-    std::set<std::string> files;
-    for (const auto& r : rep.json["per_rank"])
-      if (r["host"] == hosts.host_names[h])
-        for (const auto& f : r["files"]) files.insert(f.get<std::string>());
-    rep.json["per_host"].push_back({{"host", hosts.host_names[h]},
-                                    {"memory_bytes", memory[h]},
-                                    {"needed_bytes", int64_t(host_need[h])},
-                                    {"fits", short_by <= 0},
-                                    {"shortfall_bytes", short_by > 0 ? int64_t(short_by) : 0},
-                                    {"files", files}});
-  }
-  rep.json["fits"] = fits;
+  const PlanMemory pmem = act == Activations::int8 && int8_plan ? std::move(*int8_plan) : memory_on(act);
+  const ModelCost cost = model_cost(cfg, man, act);
+  stages = pmem.run.stages.stages;
+  const int64_t head_split = pmem.run.stages.head_split;
+  const Layout& layout = pmem.run.layout;
+  const bool copies = requantizes_fp8(act, man.weight_format);
+
+  PlanReport rep;
+  rep.json = {{"model", pm.source}, {"converted", pm.converted}, {"model_type", cfg.model_type},
+              {"weight_format", to_string(cfg.weight_format)}, {"parallel", to_string(mode)}, {"ranks", ranks},
+              {"activations", to_string(act)}, {"activations_reason", reason}, {"threads", threads},
+              {"emulated", emulated}, {"context", context}, {"host_profile", to_json(host)},
+              {"link_profile", to_json(link)}, {"local_link_profile", to_json(local)}};
+  if (!stages.empty() && takes_stages(mode)) rep.json["stages"] = stages;  // given, or what auto chose
+  if (takes_stages(mode)) rep.json["head_split"] = head_split;
+  rep.json["per_rank"] = pmem.per_rank;
+  rep.json["per_host"] = pmem.per_host;
+  rep.json["fits"] = pmem.fits;
+  const bool fits = pmem.fits;
 
   // Predictions for both modes, each with its own layout (the one shown above for --parallel).
   rep.json["bytes_per_token"] = cost.bytes_per_token();

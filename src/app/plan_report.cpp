@@ -24,6 +24,10 @@ void print_plan(const PlanReport& rep, bool int8_copies) {
               j["model_type"].get<std::string>().c_str(), j["weight_format"].get<std::string>().c_str(),
               j["parallel"].get<std::string>().c_str(), j["ranks"].get<int>(), j["ranks"].get<int>() > 1 ? "s" : "",
               j["activations"].get<std::string>().c_str());
+  // Why this path (auto weighs the hosts' memory and kernels for FP8).
+  if (j.contains("activations_reason"))
+    std::printf("compute path %s: %s\n", j["activations"].get<std::string>().c_str(),
+                j["activations_reason"].get<std::string>().c_str());
   if (int8_copies)
     std::printf("FP8 weights on the int8 path: each rank also holds its FP8 linears as int8 groups (\"int8 copy\")\n");
   // A split head shows each stage's lm_head rows.

@@ -1,10 +1,13 @@
 #include "app/run_config.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
+#include <utility>
 
 #include "common/error.hpp"
 #include "common/thread_pool.hpp"
+#include "kernels/matmul_bf16.hpp"
 #include "parallel/mode_rules.hpp"
 #include "parallel/run_footprint.hpp"
 #include "plan/model_cost.hpp"
@@ -52,6 +55,19 @@ RunShape shape_of(const RunOptions& o, const ModelStore& store, Activations act)
   return shape;
 }
 
+// The int8 copy does not fit beside the rest: --activations auto says so in
+// its notice in fewer words (`reason`) than the error of an explicit int8.
+struct Int8CopyMisfit : InputError {
+  Int8CopyMisfit(const std::string& what, std::string why) : InputError(what), reason(std::move(why)) {}
+  std::string reason;
+};
+
+std::string gb(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  return buf;
+}
+
 // The memory this rank may use: its part of the host's, less FP8's int8
 // copy of its linears on the int8 path (anonymous memory, unlike the mapped
 // FP8 pages).
@@ -62,9 +78,10 @@ double memory_for_run(const ModelStore& store, const RunConfig& rc, const RankPl
   const double copy = double(share_int8_copy_bytes(store.config(), store.manifest(), mine) +
                              (rc.shape.speculative ? share_mtp_int8_copy_bytes(store.config(), store.manifest(), mine) : 0));
   if (memory > 0 && copy >= memory)
-    throw InputError("--activations int8 on FP8 weights: this rank's int8 copy of its linears needs " +
-                     std::to_string(copy / 1e9) + " GB, more than the " + std::to_string(memory / 1e9) +
-                     " GB of memory it has (--activations f32 reads the FP8 weights in place)");
+    throw Int8CopyMisfit("--activations int8 on FP8 weights: this rank's int8 copy of its linears needs " + gb(copy) +
+                             ", more than the " + gb(memory) +
+                             " of memory it has (--activations f32 or bf16 read the FP8 weights in place)",
+                         "the int8 copy of its FP8 linears needs " + gb(copy) + ", more than its " + gb(memory));
   return memory > 0 ? memory - copy : memory;
 }
 
@@ -89,7 +106,12 @@ RunConfig configure_run(RunOptions& o, const ModelStore& store, const RankPlace&
   const ModelConfig& cfg = store.config();
   RunConfig rc;
   const ParallelMode mode = parse_parallel_mode(o.parallel);
-  const Activations act = resolve_activations(o.activations, store.manifest().weight_format);
+  const WeightFormat format = store.manifest().weight_format;
+  // One rank alone decides auto on FP8 from its own facts; Cluster::set_up
+  // has the ranks agree first and passes the path they chose.
+  const Activations act = auto_weighs_hosts(o.activations, format)
+                              ? auto_activations(format, int8_copy_misfit(o, store, place).empty(), bf16_auto_faster())
+                              : resolve_activations(o.activations, format, false, false);
   o.activations = to_string(act);  // as --metrics reports it
   rc.shape = shape_of(o, store, act);
   // MTP drafts from the whole head on the last stage: auto does not split it there.
@@ -114,6 +136,30 @@ RunConfig configure_run(RunOptions& o, const ModelStore& store, const RankPlace&
   rc.threads = o.threads > 0 ? o.threads : std::clamp(place.physical_cores / on_host, 1, place.thread_limit);
   rc.cores_to_spare = int64_t(rc.threads) * on_host <= int64_t(std::max(1, place.hardware_threads));
   return rc;
+}
+
+std::string int8_copy_misfit(const RunOptions& o, const ModelStore& store, const RankPlace& place) {
+  RunOptions int8 = o;
+  int8.activations = "int8";
+  try {
+    configure_run(int8, store, place);  // the layout for int8 (auto stages weigh the path), then memory
+    return "";
+  } catch (const Int8CopyMisfit& e) {
+    return e.reason;
+  } catch (const InputError& e) {
+    return std::string("with the int8 copy of its FP8 linears: ") + e.what();
+  }
+}
+
+std::string auto_activations_notice(Activations chosen, const std::string& int8_misfit, const std::string& bf16_slow) {
+  std::string why;
+  if (chosen == Activations::bf16) {
+    why = "every rank's CPU has BF16 dot products faster than the f32 path; no int8 copy of the FP8 linears";
+  } else {
+    why = bf16_slow + " has no BF16 dot products faster than the f32 path; ";
+    why += chosen == Activations::int8 ? "the int8 copy of the FP8 linears fits every rank's memory" : int8_misfit;
+  }
+  return std::string("activations auto: ") + to_string(chosen) + " (" + why + ")";
 }
 
 }  // namespace trillion::app

@@ -5,8 +5,10 @@
 // maps a weight; Cluster::set_up applies the result.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "app/run_options.hpp"
+#include "config/activations.hpp"
 #include "parallel/run_shape.hpp"
 #include "plan/layout.hpp"
 #include "store/model_store.hpp"
@@ -37,8 +39,21 @@ struct RunConfig {
 void check_run_flags(const RunOptions& o);
 
 // The rest, with the model open. Sets o.activations to the path resolved
-// from "auto" (as --metrics reports it). Throws InputError naming the flag
-// or the model's limit a run would break.
+// from "auto" (as --metrics reports it; auto on FP8 from this rank's facts
+// alone: a cluster passes the path its ranks agreed on). Throws InputError
+// naming the flag or the model's limit a run would break.
 RunConfig configure_run(RunOptions& o, const ModelStore& store, const RankPlace& place);
+
+// --activations auto on an FP8 model (config/activations.hpp), this rank's
+// part of the choice: "" when configure_run on the int8 path passes here
+// (the layout for int8, then its int8 copy and the rest against this rank's
+// memory, as an explicit --activations int8 is checked), else why not.
+std::string int8_copy_misfit(const RunOptions& o, const ModelStore& store, const RankPlace& place);
+
+// The line rank 0 prints when auto chose for an FP8 model: the path and why.
+// bf16_slow: the first rank whose CPU does not run bf16 faster (its
+// where()), when int8 or f32 was chosen; int8_misfit: that rank's where()
+// and int8_copy_misfit, when f32 was chosen.
+std::string auto_activations_notice(Activations chosen, const std::string& int8_misfit, const std::string& bf16_slow);
 
 }  // namespace trillion::app

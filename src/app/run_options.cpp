@@ -35,7 +35,8 @@ void add_run_options(po::options_description& desc, RunOptions& o) {
        "compute path of the weight products: f32 (exact: float32 activations) | int8 (activations quantized "
        "per token to int8 in groups of 32, integer dot products with INT8/INT4 weights) | bf16 (FP8 weights "
        "and activations rounded to bf16, bf16 dot products; no copy of the weights) | auto (int8 for "
-       "INT8/INT4 models, f32 for BF16 and FP8)")
+       "INT8/INT4 models, f32 for BF16; FP8: int8 where its int8 copy fits every rank's memory, else bf16 where "
+       "every rank's CPU runs it faster than f32, else f32)")
       ("metrics", po::value(&o.metrics_path), "write run metrics (JSON) to this file")
       ("metrics-interval", po::value(&o.metrics_interval)->default_value(15),
        "seconds between running updates of --metrics (\"final\": false, rank 0's figures); 0: only at the end")

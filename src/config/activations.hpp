@@ -21,11 +21,24 @@ namespace trillion {
 enum class Activations : uint8_t { f32, int8, bf16 };
 Activations parse_activations(const std::string& s);  // "f32" | "int8" | "bf16"; throws InputError
 const char* to_string(Activations a);
-// The --activations flag for a model stored as `f`: "auto" (the default) is
-// int8 for INT8 and INT4 models, as in every peer engine, and f32 for BF16
-// and FP8 (no int8 copy in memory, the same bits on every CPU: activations.cpp);
-// "f32", "int8" and "bf16" as given.
-Activations resolve_activations(const std::string& flag, WeightFormat f);
+// --activations auto for a model stored as `f` (the default): int8 for INT8
+// and INT4 models, as in every peer engine; f32 for BF16. For FP8 the
+// fastest path that fits, the same on every rank: bf16 when every rank's CPU
+// runs it faster than f32 (kernels/matmul_bf16.hpp, bf16_auto_faster: arm64
+// with FEAT_BF16); else int8 when the int8 copy of the FP8 linears (~1.06
+// bytes per weight beside the mapped FP8 pages) fits every rank's memory;
+// else f32 (activations.cpp says why in that order).
+Activations auto_activations(WeightFormat f, bool int8_copy_fits_everywhere, bool bf16_faster_everywhere);
+// Whether auto's choice for `f` depends on the hosts (memory and CPUs): FP8.
+// The callers then work out the two facts (app/cluster.cpp over the ranks,
+// app/cmd_plan.cpp from the profile).
+inline bool auto_weighs_hosts(const std::string& flag, WeightFormat f) {
+  return flag == "auto" && f == WeightFormat::fp8_block;
+}
+// The --activations flag: "auto" as auto_activations (the two facts matter
+// for FP8 only); "f32", "int8" and "bf16" as given.
+Activations resolve_activations(const std::string& flag, WeightFormat f, bool int8_copy_fits_everywhere,
+                                bool bf16_faster_everywhere);
 // Whether a model stored as `f` on path `a` reads its FP8 linears as int8
 // copies (store/int8_source.hpp), which cost memory of their own.
 inline bool requantizes_fp8(Activations a, WeightFormat f) {

@@ -6,6 +6,7 @@
 #include <exception>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "runtime/mpi_transport.hpp"
@@ -163,20 +164,26 @@ void MpiEnv::progress_locked() const {
 }
 
 void MpiEnv::check_all(bool ok, std::string_view message) const {
+  const Vote v = vote(ok, message);
+  if (v.all) return;
+  std::string what = where(v.first) + ": " + v.message;
+  if (v.failed > 1) what += " (and " + std::to_string(v.failed - 1) + " other rank(s) failed)";
+  throw CollectiveError(what);
+}
+
+MpiEnv::Vote MpiEnv::vote(bool ok, std::string_view message) const {
   auto guard = lock();
   int mine[2] = {ok ? size_ : rank_, ok ? 0 : 1};
   int first = 0, failed = 0;
-  mpi_check(MPI_Allreduce(&mine[0], &first, 1, MPI_INT, MPI_MIN, comm_), "MPI_Allreduce(check_all)");
-  if (first == size_) return;
-  mpi_check(MPI_Allreduce(&mine[1], &failed, 1, MPI_INT, MPI_SUM, comm_), "MPI_Allreduce(check_all)");
+  mpi_check(MPI_Allreduce(&mine[0], &first, 1, MPI_INT, MPI_MIN, comm_), "MPI_Allreduce(vote)");
+  if (first == size_) return Vote{};
+  mpi_check(MPI_Allreduce(&mine[1], &failed, 1, MPI_INT, MPI_SUM, comm_), "MPI_Allreduce(vote)");
   std::string text = rank_ == first ? std::string(message) : std::string();
   unsigned long long length = text.size();
-  mpi_check(MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, first, comm_), "MPI_Bcast(check_all)");
+  mpi_check(MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, first, comm_), "MPI_Bcast(vote)");
   text.resize(size_t(length));
-  mpi_check(MPI_Bcast(text.data(), int(length), MPI_CHAR, first, comm_), "MPI_Bcast(check_all)");
-  std::string what = where(first) + ": " + text;
-  if (failed > 1) what += " (and " + std::to_string(failed - 1) + " other rank(s) failed)";
-  throw CollectiveError(what);
+  mpi_check(MPI_Bcast(text.data(), int(length), MPI_CHAR, first, comm_), "MPI_Bcast(vote)");
+  return Vote{false, first, failed, std::move(text)};
 }
 
 void MpiEnv::barrier() const {

@@ -113,6 +113,19 @@ class MpiEnv {
   // allocated, configuration agreed).
   void check_all(bool ok, std::string_view message) const;
 
+  // Collective: what check_all learns, returned instead of thrown, for a
+  // choice every rank must make alike from facts each rank knows of itself
+  // (--activations auto: app/cluster.cpp). `all`: every rank passed ok; else
+  // `first` is the lowest rank that did not, `message` its message (on every
+  // rank) and `failed` how many did not.
+  struct Vote {
+    bool all = true;
+    int first = -1;
+    int failed = 0;
+    std::string message;
+  };
+  Vote vote(bool ok, std::string_view message) const;
+
   void barrier() const;
 
   // Prints "rank R (host): message" to stderr and ends the whole job

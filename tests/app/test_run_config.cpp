@@ -6,14 +6,23 @@
 #define BOOST_TEST_MODULE run_config
 #include <boost/test/unit_test.hpp>
 
+#include <ostream>
 #include <string>
 
 #include "app/run_config.hpp"
 #include "common/error.hpp"
 #include "common/thread_pool.hpp"
+#include "config/activations.hpp"
 #include "expect_error.hpp"
+#include "kernels/matmul_bf16.hpp"
+#include "plan/layout.hpp"
 #include "store/converter.hpp"
 #include "synthetic_hf.hpp"
+
+namespace trillion {
+// For Boost.Test's messages.
+std::ostream& operator<<(std::ostream& os, Activations a) { return os << to_string(a); }
+}  // namespace trillion
 
 using namespace trillion;
 using namespace trillion::app;
@@ -154,7 +163,8 @@ BOOST_AUTO_TEST_CASE(memory_is_checked_before_anything_is_allocated) {
   RunOptions o = m.options();
   RankPlace p = alone();
   BOOST_CHECK_NO_THROW(configure_run(o, *m.store, p));
-  BOOST_TEST(o.activations == "f32");  // auto on FP8: read in place
+  // auto on FP8: bf16 where this CPU runs it faster than f32, else the int8 copy (it fits 64 GB).
+  BOOST_TEST(o.activations == (bf16_auto_faster() ? "bf16" : "int8"));
   // On the int8 path FP8 is held again as int8 groups: more than a 1 kB host has.
   o = m.options();
   o.activations = "int8";
@@ -162,10 +172,77 @@ BOOST_AUTO_TEST_CASE(memory_is_checked_before_anything_is_allocated) {
   expect_error<InputError>([&] { configure_run(o, *m.store, p); }, {"int8 copy of its linears", "--activations f32"});
   // On f32, the KV cache and activations alone: the error names a flag that would make them fit.
   o = m.options();
+  o.activations = "f32";
   p.host_memory_bytes = 64e3;
   expect_error<InputError>([&] { configure_run(o, *m.store, p); }, {"--max-batch"});
   // Unknown memory (0) is not checked.
   p.host_memory_bytes = 0;
   o = m.options();
   BOOST_CHECK_NO_THROW(configure_run(o, *m.store, p));
+}
+
+// --activations auto (config/activations.hpp): INT8/INT4 on int8 and BF16 on
+// f32 whatever the hosts; FP8 on bf16 where every rank's CPU runs it faster
+// than f32, else int8 where the copy fits every rank, else f32.
+BOOST_AUTO_TEST_CASE(auto_picks_the_fastest_path_that_fits) {
+  for (const bool fits : {false, true})
+    for (const bool fast : {false, true}) {
+      BOOST_TEST(auto_activations(WeightFormat::int8_group, fits, fast) == Activations::int8);
+      BOOST_TEST(auto_activations(WeightFormat::int4_group, fits, fast) == Activations::int8);
+      BOOST_TEST(auto_activations(WeightFormat::bf16, fits, fast) == Activations::f32);
+      BOOST_TEST(resolve_activations("f32", WeightFormat::fp8_block, fits, fast) == Activations::f32);
+      BOOST_TEST(resolve_activations("bf16", WeightFormat::fp8_block, fits, fast) == Activations::bf16);
+      BOOST_TEST(resolve_activations("int8", WeightFormat::fp8_block, fits, fast) == Activations::int8);
+      BOOST_TEST(auto_weighs_hosts("auto", WeightFormat::fp8_block));
+      BOOST_TEST(!auto_weighs_hosts("auto", WeightFormat::int4_group));
+      BOOST_TEST(!auto_weighs_hosts("f32", WeightFormat::fp8_block));
+    }
+  BOOST_TEST(auto_activations(WeightFormat::fp8_block, true, false) == Activations::int8);
+  BOOST_TEST(auto_activations(WeightFormat::fp8_block, true, true) == Activations::bf16);  // bf16 first, no copy
+  BOOST_TEST(auto_activations(WeightFormat::fp8_block, false, true) == Activations::bf16);
+  BOOST_TEST(auto_activations(WeightFormat::fp8_block, false, false) == Activations::f32);
+  BOOST_TEST(resolve_activations("auto", WeightFormat::fp8_block, false, true) == Activations::bf16);
+}
+
+// One rank alone: its own memory and CPU decide; the int8 candidate is
+// checked as an explicit --activations int8 is (layout, copy, the rest).
+BOOST_AUTO_TEST_CASE(auto_on_fp8_weighs_the_int8_copy) {
+  Model m("fp8");
+  RankPlace p = alone();
+  RunOptions o = m.options();
+  o.max_batch = 1, o.max_len = 16, o.step_tokens = 1;
+  BOOST_TEST(int8_copy_misfit(o, *m.store, p) == "");
+  // Memory just short of the copy: int8 does not fit, f32 and bf16 read the
+  // FP8 pages in place and do (the KV cache of 16 positions is far smaller).
+  o.activations = "f32";
+  const RunConfig f32 = configure_run(o, *m.store, p);
+  const int64_t copy = share_int8_copy_bytes(m.store->config(), m.store->manifest(), f32.layout.ranks[0]);
+  BOOST_REQUIRE(copy > 0);
+  p.host_memory_bytes = double(copy);
+  o = m.options();
+  o.max_batch = 1, o.max_len = 16, o.step_tokens = 1;
+  const std::string why = int8_copy_misfit(o, *m.store, p);
+  BOOST_TEST(why.find("the int8 copy of its FP8 linears needs") == 0u, why);
+  BOOST_CHECK_NO_THROW(configure_run(o, *m.store, p));
+  BOOST_TEST(o.activations == (bf16_auto_faster() ? "bf16" : "f32"));
+  // The explicit flag is refused there, as before.
+  o.activations = "int8";
+  expect_error<InputError>([&] { configure_run(o, *m.store, p); }, {"int8 copy of its linears", "--activations f32"});
+  // BF16 models stay on f32 whatever the memory.
+  Model b("bf16");
+  o = b.options();
+  configure_run(o, *b.store, alone());
+  BOOST_TEST(o.activations == "f32");
+}
+
+BOOST_AUTO_TEST_CASE(auto_says_why) {
+  BOOST_TEST(auto_activations_notice(Activations::bf16, "", "") ==
+             "activations auto: bf16 (every rank's CPU has BF16 dot products faster than the f32 path; no int8 copy "
+             "of the FP8 linears)");
+  BOOST_TEST(auto_activations_notice(Activations::int8, "", "rank 0 (a)") ==
+             "activations auto: int8 (rank 0 (a) has no BF16 dot products faster than the f32 path; the int8 copy of "
+             "the FP8 linears fits every rank's memory)");
+  const std::string misfit = "rank 2 (b): the int8 copy of its FP8 linears needs 700.0 GB, more than its 192.0 GB";
+  BOOST_TEST(auto_activations_notice(Activations::f32, misfit, "rank 0 (a)") ==
+             "activations auto: f32 (rank 0 (a) has no BF16 dot products faster than the f32 path; " + misfit + ")");
 }

@@ -45,8 +45,9 @@ for name, hf, model in models:
         reqs, out = os.path.join(case, f"req-{i}.jsonl"), os.path.join(case, f"out-{i}.jsonl")
         write_jsonl(reqs, [{"id": f"p{i}", "prompt_token_ids": ids, "max_tokens": args.tokens}])
         # --no-warmup: the dump must hold the request's steps only (a warm-up step is dumped too).
+        # --activations f32: the exact path the float64 reference checks (auto takes int8 for an FP8 model that fits).
         run([args.trillion, "generate", "--model", model, "--prompts", reqs, "--output", out, "--threads", 1,
-             "--speculative", "mtp", "--no-warmup"], env={**os.environ, "TRILLION_DUMP": dump})
+             "--speculative", "mtp", "--no-warmup", "--activations", "f32"], env={**os.environ, "TRILLION_DUMP": dump})
         seq = ids + read_jsonl(out)[0]["token_ids"]
         steps = sorted(d for d in os.listdir(dump) if os.path.exists(os.path.join(dump, d, f"layer-{L:03d}.mtp_out.npy")))
         hidden = [np.load(os.path.join(dump, s, f"layer-{L:03d}.mtp_out.npy")) for s in steps]

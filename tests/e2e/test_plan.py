@@ -6,7 +6,9 @@ four 100 GB ones; predictions cover both modes, decode batches and prefill;
 bad flags and profiles are clear errors; `trillion calibrate` writes a
 profile `plan` reads. `--quantize int8` of an FP8 config plans what
 `convert --quantize int8` writes, and DeepSeek-V3 so fits four 192 GB hosts
-on the int8 path, where its FP8 weights with their int8 copy do not."""
+on the int8 path, where its FP8 weights with their int8 copy do not, so
+`--activations auto` takes bf16 (where the profile's kernel rates say it
+beats f32) or f32 for it, and bf16 or int8 for a small FP8 model."""
 import json
 import os
 
@@ -89,6 +91,43 @@ f.check(not copy["fits"] and all(r["int8_copy_bytes"] > 0 for r in copy["per_ran
         "DeepSeek-V3 FP8 + its int8 copy does not fit four 192 GB hosts")
 f.check(conv["fits"] and conv["weight_format"] == "int8" and all(r["int8_copy_bytes"] == 0 for r in conv["per_rank"]),
         "DeepSeek-V3 converted to int8 fits four 192 GB hosts, no copy")
+# --activations auto on FP8 picks by the same rule as a run: bf16 where the
+# profile's fp8/bf16 rate at batch 32 beats fp8/f32's, else int8 where the
+# plan with the int8 copy fits every host, else f32. Profiles of our own,
+# so the shipped figures may change.
+shipped = json.load(open(os.path.join(PROFILES, "mac-studio-m2-ultra-192g.json")))
+def profile(name, bf16_factor):
+    prof = json.loads(json.dumps(shipped))
+    kernels = prof["host"]["kernels"]
+    kernels.pop("fp8/bf16", None)
+    (prof["host"].get("kernels_streaming") or {}).pop("fp8/bf16", None)
+    if bf16_factor:
+        kernels["fp8/bf16"] = {b: r * bf16_factor for b, r in kernels["fp8/f32"].items()}
+    path = os.path.join(case, name)
+    with open(path, "w") as fp:
+        json.dump(prof, fp)
+    return path
+fast = profile("m2-fast-bf16.json", 1.5)
+plain = profile("m2-no-bf16.json", 0)
+link = ["--link-profile", os.path.join(PROFILES, "tb5-rdma.json")]
+j = plan("--config", ds, "--ranks", "4", "--profile", fast, *link)
+f.check(j["activations"] == "bf16" and j["fits"] and all(r["int8_copy_bytes"] == 0 for r in j["per_rank"]),
+        f"auto, DeepSeek-V3 FP8 on 4 x 192 GB with a faster fp8/bf16: bf16 ({j['activations']})")
+f.check("exceeds" in j["activations_reason"], f"the reason names the rates: {j['activations_reason']}")
+j = plan("--config", ds, "--ranks", "4", "--profile", plain, *link)
+f.check(j["activations"] == "f32" and j["fits"] and "no fp8/bf16" in j["activations_reason"] and
+        "int8 copy" in j["activations_reason"],
+        f"auto, DeepSeek-V3 FP8, a profile without fp8/bf16: f32 ({j['activations']}: {j['activations_reason']})")
+j = plan("--model", model, "--ranks", "2", "--profile", plain)
+f.check(j["activations"] == "int8" and all(r["int8_copy_bytes"] > 0 for r in j["per_rank"]) and
+        "fits" in j["activations_reason"], f"auto, a small FP8 model that fits, no fp8/bf16: int8 ({j['activations']})")
+j = plan("--model", model, "--ranks", "2", "--profile", fast)
+f.check(j["activations"] == "bf16" and all(r["int8_copy_bytes"] == 0 for r in j["per_rank"]),
+        f"auto, a small FP8 model, a faster fp8/bf16: bf16 first, no copy ({j['activations']})")
+j = plan("--config", ds, "--ranks", "4", "--profile", plain, "--activations", "int8", *link)
+f.check(j["activations"] == "int8" and j["activations_reason"] == "--activations int8", "an explicit path is kept")
+text = run([T, "plan", "--config", ds, "--ranks", "4", "--profile", fast, *link])
+f.check("compute path bf16: auto: the host profile's fp8/bf16 rate" in text.stdout, "the text plan says which path and why")
 
 # 3. Errors name the flag or the field.
 f.expect_error([T, "plan", "--config", ds, "--ranks", "4", "--host-memory", "12X"], ["--host-memory", "12X"],

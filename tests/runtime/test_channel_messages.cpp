@@ -162,6 +162,24 @@ BOOST_AUTO_TEST_CASE(check_all_reports_the_failing_rank_everywhere) {
   }
 }
 
+// The same outcome returned, not thrown: every rank learns the lowest rank
+// that voted no and its words (--activations auto chooses from them alike).
+BOOST_AUTO_TEST_CASE(vote_tells_every_rank_the_first_no) {
+  const MpiEnv::Vote yes = env().vote(true, "never shown");
+  BOOST_TEST(yes.all);
+  BOOST_TEST(yes.message.empty());
+  const int n = env().size();
+  const MpiEnv::Vote v = env().vote(env().rank() >= n / 2, "rank " + std::to_string(env().rank()) + " says no");
+  if (n / 2 == 0) {
+    BOOST_TEST(v.all);  // one rank: nobody below n / 2
+  } else {
+    BOOST_TEST(!v.all);
+    BOOST_TEST(v.first == 0);
+    BOOST_TEST(v.failed == n / 2);
+    BOOST_TEST(v.message == "rank 0 says no");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(channel_config_must_agree) {
   ChannelConfig c{.slot_bytes = size_t(64 + env().rank()), .slots_per_peer = 2, .name = "mismatch"};
   BOOST_CHECK_THROW(RmaChannel(env(), c), CollectiveError);
