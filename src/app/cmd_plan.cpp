@@ -247,9 +247,9 @@ int run_plan(const Args& args) {
   std::string reason;
   std::optional<PlanMemory> int8_plan;
   if (auto_weighs_hosts(activations, man.weight_format)) {
-    int8_plan = memory_on(Activations::int8);
     const Bf16Verdict bf16 = bf16_verdict(host);
-    act = auto_activations(man.weight_format, int8_plan->fits, bf16.faster);
+    if (!bf16.faster) int8_plan = memory_on(Activations::int8);  // only then does the copy's fit matter
+    act = auto_activations(man.weight_format, int8_plan && int8_plan->fits, bf16.faster);
     if (act == Activations::bf16) reason = "auto: " + bf16.why;
     else if (act == Activations::int8) reason = "auto: " + bf16.why + "; the int8 copy of the FP8 linears fits every host's memory";
     else reason = "auto: " + bf16.why + "; with the int8 copy of the FP8 linears " + int8_plan->first_shortfall;

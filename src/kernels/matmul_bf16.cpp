@@ -38,56 +38,48 @@ void weight_row(const QMatrix& W, int64_t r, int64_t stride, std::vector<float>&
   for (int64_t c = 0; c < W.cols; ++c) wr[size_t(c)] = bf16_to_f32(bf16_weight(w[r * W.cols + c]));
 }
 
-void rows_x86(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  std::vector<float> wr;
-  for (int64_t r = r0; r < r1; ++r) {
-    weight_row(W, r, xb.stride, wr);
-    for (int64_t t = 0; t < xb.n; ++t) {
-      const uint16_t* x = xb.row(t);
-      float acc[16] = {};
-      for (int64_t b = 0; b < xb.stride; b += kBf16Block) {
-        float a[16] = {};
-        for (int64_t j = b; j < std::min(b + kBf16Block, xb.stride); j += kBf16Chunk)
-          for (int l = 0; l < 16; ++l) {
-            const int64_t e = j + 2 * l, o = e + 1;
-            a[l] = ftz(std::fma(wr[size_t(o)], bf16_to_f32(x[o]), a[l]));
-            a[l] = ftz(std::fma(wr[size_t(e)], bf16_to_f32(x[e]), a[l]));
-          }
-        const float s = weight_scale(W, r, b);
-        for (int l = 0; l < 16; ++l) acc[l] = std::fma(s, a[l], acc[l]);
+// The x86 definition's y for row r (its w' in wr) and one token's x'.
+float dot_x86(const QMatrix& W, int64_t r, const std::vector<float>& wr, const uint16_t* x, int64_t stride) {
+  float acc[16] = {};
+  for (int64_t b = 0; b < stride; b += kBf16Block) {
+    float a[16] = {};
+    for (int64_t j = b; j < std::min(b + kBf16Block, stride); j += kBf16Chunk)
+      for (int l = 0; l < 16; ++l) {
+        const int64_t e = j + 2 * l, o = e + 1;
+        a[l] = ftz(std::fma(wr[size_t(o)], bf16_to_f32(x[o]), a[l]));
+        a[l] = ftz(std::fma(wr[size_t(e)], bf16_to_f32(x[e]), a[l]));
       }
-      for (int width = 8; width >= 1; width /= 2)
-        for (int l = 0; l < width; ++l) acc[l] = acc[l] + acc[l + width];
-      y[t * ldy + r] = acc[0];
-    }
+    const float s = weight_scale(W, r, b);
+    for (int l = 0; l < 16; ++l) acc[l] = std::fma(s, a[l], acc[l]);
   }
+  for (int width = 8; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l) acc[l] = acc[l] + acc[l + width];
+  return acc[0];
 }
 
-void rows_arm(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  std::vector<float> wr;
-  for (int64_t r = r0; r < r1; ++r) {
-    weight_row(W, r, xb.stride, wr);
-    for (int64_t t = 0; t < xb.n; ++t) {
-      const uint16_t* x = xb.row(t);
-      const auto xv = [&](int64_t c) { return bf16_to_f32(x[c]); };
-      float acc = 0.0f;
-      for (int64_t b = 0; b < xb.stride; b += kBf16Block) {
-        float a[4] = {};
-        for (int64_t c = b, j = 0; c < std::min(b + kBf16Block, xb.stride); c += 4, ++j) {
-          float& q = a[j % 4];
-          q = arm_bf16::step(q, wr[size_t(c)], xv(c), wr[size_t(c + 1)], xv(c + 1));
-          q = arm_bf16::step(q, wr[size_t(c + 2)], xv(c + 2), wr[size_t(c + 3)], xv(c + 3));
-        }
-        acc = std::fma(weight_scale(W, r, b), (a[0] + a[1]) + (a[2] + a[3]), acc);
-      }
-      y[t * ldy + r] = acc;
+// The Arm definition's.
+float dot_arm(const QMatrix& W, int64_t r, const std::vector<float>& wr, const uint16_t* x, int64_t stride) {
+  const auto xv = [&](int64_t c) { return bf16_to_f32(x[c]); };
+  float acc = 0.0f;
+  for (int64_t b = 0; b < stride; b += kBf16Block) {
+    float a[4] = {};
+    for (int64_t c = b, j = 0; c < std::min(b + kBf16Block, stride); c += 4, ++j) {
+      float& q = a[j % 4];
+      q = arm_bf16::step(q, wr[size_t(c)], xv(c), wr[size_t(c + 1)], xv(c + 1));
+      q = arm_bf16::step(q, wr[size_t(c + 2)], xv(c + 2), wr[size_t(c + 3)], xv(c + 3));
     }
+    acc = std::fma(weight_scale(W, r, b), (a[0] + a[1]) + (a[2] + a[3]), acc);
   }
+  return acc;
 }
 
 void rows_ref(Bf16Family family, const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  if (family == Bf16Family::arm) rows_arm(W, xb, y, ldy, r0, r1);
-  else rows_x86(W, xb, y, ldy, r0, r1);
+  const auto dot = family == Bf16Family::arm ? dot_arm : dot_x86;
+  std::vector<float> wr;
+  for (int64_t r = r0; r < r1; ++r) {
+    weight_row(W, r, xb.stride, wr);
+    for (int64_t t = 0; t < xb.n; ++t) y[t * ldy + r] = dot(W, r, wr, xb.row(t), xb.stride);
+  }
 }
 
 // The build's native kernel where the CPU has it, else its definition in scalar code.
