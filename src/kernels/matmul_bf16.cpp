@@ -4,6 +4,7 @@
 #include "kernels/matmul_bf16.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cfloat>
 #include <cmath>
@@ -82,9 +83,13 @@ void rows_ref(Bf16Family family, const QMatrix& W, const Bf16Rows& xb, float* y,
   }
 }
 
-// The build's native kernel where the CPU has it, else its definition in scalar code.
+std::atomic<Bf16Family> family{kBf16Family};
+
+// The build's native kernel where the CPU has it, else its definition in
+// scalar code (and the other family's, where a test asked for it).
 void rows(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  if (!bf16_native()) rows_ref(kBf16Family, W, xb, y, ldy, r0, r1);
+  const Bf16Family f = family.load(std::memory_order_relaxed);
+  if (f != kBf16Family || !bf16_native()) rows_ref(f, W, xb, y, ldy, r0, r1);
   else if (kBf16Family == Bf16Family::arm) matmul_bf16_rows_bfmmla(W, xb, y, ldy, r0, r1);
   else matmul_bf16_rows_avx512(W, xb, y, ldy, r0, r1);
 }
@@ -92,6 +97,8 @@ void rows(const QMatrix& W, const Bf16Rows& xb, float* y, int64_t ldy, int64_t r
 }  // namespace
 
 const char* to_string(Bf16Family f) { return f == Bf16Family::arm ? "arm" : "x86"; }
+void set_bf16_family(Bf16Family f) { family.store(f); }
+Bf16Family bf16_family() { return family.load(); }
 
 uint16_t bf16_round(float v) {
   if (std::fabs(v) < FLT_MIN) return uint16_t((std::bit_cast<uint32_t>(v) >> 16) & 0x8000u);  // subnormal: signed zero

@@ -68,6 +68,12 @@ inline constexpr Bf16Family kBf16Family = Bf16Family::arm;
 inline constexpr Bf16Family kBf16Family = Bf16Family::x86;
 #endif
 const char* to_string(Bf16Family f);
+// A test seam: the family matmul_bf16 runs from now on (default: the
+// build's), the other one in scalar code. tests/model/hf_logits takes it so
+// that the reference tests hold the Arm definition to the float64 reference
+// at model level on x86 machines, which run no arm64 model tests.
+void set_bf16_family(Bf16Family f);
+Bf16Family bf16_family();
 
 // Activation rows rounded to bf16 (x' above): [n][stride], stride = cols
 // rounded up to whole chunks, padding 0.

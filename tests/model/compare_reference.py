@@ -40,6 +40,9 @@ def main():
     ap.add_argument("--activations", default="f32", choices=("f32", "int8", "bf16"),
                     help="the engine's compute path; int8 and bf16 compare with the reference that rounds the "
                          "same operands")
+    ap.add_argument("--bf16-family", choices=("x86", "arm"),
+                    help="bf16: the family whose definition hf_logits runs (default the build's; the other in "
+                         "scalar code)")
     args = ap.parse_args()
     logit_rows.self_check()
     work = args.keep or tempfile.mkdtemp(prefix="trillion-ref-")
@@ -64,7 +67,8 @@ def main():
     rows = os.path.join(work, "engine-rows")
     os.makedirs(rows, exist_ok=True)
     subprocess.run([args.hf_logits, model, req_path, eng_out, "2", args.activations] +
-                   ([rows] if args.activations == "bf16" else []), check=True)
+                   ([rows] if args.activations == "bf16" else []) +
+                   ([args.bf16_family] if args.activations == "bf16" and args.bf16_family else []), check=True)
     subprocess.run([py, os.path.join(ROOT, "tests/reference/run_reference.py"), "--model", model,
                     "--requests", req_path, "--out-dir", ref_out] +
                    (["--int8-activations", "--match-logits", eng_out] if args.activations == "int8" else
@@ -87,7 +91,8 @@ def main():
     if args.activations == "bf16":  # cumulative over the requests: the last one's count
         last = json.load(open(os.path.join(ref_out, reqs[-1]["id"] + ".routing.json")))
         followed = "; %d activations near a tie rounded as the engine did" % last.get("bf16_followed", 0)
-    print("%s %s %s: %s%s%s" % (args.preset, args.format, args.activations, check.summary(), followed,
+    print("%s %s %s%s: %s%s%s" % (args.preset, args.format, args.activations,
+                                  " (%s definition)" % args.bf16_family if args.bf16_family else "", check.summary(), followed,
                                 ", %d problems" % len(failures) if failures else ""))
     return 1 if failures else 0
 

@@ -90,7 +90,8 @@ struct Request {
 
 int main(int argc, char** argv) try {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: hf_logits MODEL_DIR REQUESTS.jsonl OUT_DIR [threads] [f32|int8|bf16] [ROWS_DIR]\n");
+    std::fprintf(stderr,
+                 "usage: hf_logits MODEL_DIR REQUESTS.jsonl OUT_DIR [threads] [f32|int8|bf16] [ROWS_DIR] [x86|arm]\n");
     return 2;
   }
   const std::string dir = argv[1], out_dir = argv[3];
@@ -126,6 +127,12 @@ int main(int argc, char** argv) try {
   KvCache cache(cfg, all, int32_t(reqs.size()), max_len);
   std::vector<float> x(size_t(n * d)), logits(size_t(n * V));
   const std::string rows_dir = argc > 6 ? argv[6] : "";
+  // bf16: the definition of this family (default: the build's; the other in scalar code).
+  if (argc > 7) {
+    const std::string fam = argv[7];
+    if (fam != "x86" && fam != "arm") throw Error("hf_logits: the bf16 family must be x86 or arm, not " + fam);
+    set_bf16_family(fam == "arm" ? Bf16Family::arm : Bf16Family::x86);
+  }
   if (!rows_dir.empty()) set_bf16_observer(record);
   model.embed(tokens.data(), n, x.data());
   model.forward(batch, x.data(), cache);
