@@ -17,7 +17,7 @@ class JobError(RuntimeError):
 
 class Launcher:
     def __init__(self, binary, model, workdir, np=1, hostfile=None, parallel="pipeline", max_batch=8,
-                 max_len=None, threads=0, mpirun="mpirun", mpirun_args="", extra_args=""):
+                 max_len=None, threads=0, mpirun="mpirun", mpirun_args="", extra_args="", activations="auto"):
         self.binary = binary
         self.model = model
         self.workdir = workdir
@@ -27,6 +27,7 @@ class Launcher:
         self.max_batch = int(max_batch)
         self.max_len = max_len
         self.threads = int(threads)
+        self.activations = activations  # trillion's --activations (auto: its own choice, which it logs)
         self.mpirun = mpirun
         self.mpirun_args = shlex.split(mpirun_args or "")
         self.extra_args = shlex.split(extra_args or "")
@@ -74,6 +75,7 @@ class Launcher:
             cmd += ["--max-len", str(self.max_len)]
         if self.threads:
             cmd += ["--threads", str(self.threads)]
+        cmd += ["--activations", self.activations]
         cmd += self.extra_args
         if self.np > 1 or self.hostfile:
             launch = [self.mpirun, "-np", str(self.np), "--bind-to", "none"]

@@ -31,7 +31,7 @@ class TrillionLM(LM):
     def __init__(self, model=None, binary="trillion", workdir=None, np=1, hostfile=None, parallel="pipeline",
                  max_batch=8, max_length=None, max_gen_toks=DEFAULT_MAX_GEN_TOKS, seed=1234, threads=0,
                  mpirun="mpirun", mpirun_args="", add_bos_token=None, prefix_token_id=None, check_hosts=True,
-                 **kwargs):
+                 activations="auto", **kwargs):
         super().__init__()
         unknown = sorted(set(kwargs) - HARNESS_ARGS)
         if unknown:
@@ -41,6 +41,9 @@ class TrillionLM(LM):
         self.binary = checks.check_binary(str(binary))
         if parallel not in ("pipeline", "expert"):
             raise checks.SetupError(f"parallel={parallel}: expected pipeline or expert")
+        if activations not in ("auto", "f32", "int8", "bf16"):
+            raise checks.SetupError(f"activations={activations}: expected auto, f32, int8 or bf16 (trillion's "
+                                    f"--activations)")
         if int(np) < 1:
             raise checks.SetupError(f"np={np}: expected 1 or more ranks")
         if hostfile:
@@ -77,7 +80,8 @@ class TrillionLM(LM):
         self.np, self.hostfile, self.parallel = int(np), hostfile, parallel
         self.launcher = Launcher(self.binary, self.model, self.workdir, np=np, hostfile=hostfile,
                                  parallel=parallel, max_batch=max_batch, max_len=self._max_length + 1,
-                                 threads=threads, mpirun=mpirun, mpirun_args=mpirun_args)
+                                 threads=threads, mpirun=mpirun, mpirun_args=mpirun_args,
+                                 activations=activations)
         self._chat = None
         self._warned_truncation = False
         self._bos_text = None

@@ -28,11 +28,11 @@ runs = {
     "reference": ("trillion-reference", model_args(model=HF_MODEL, binary=args.trillion, max_length=MAX_LENGTH,
                                                    workdir=os.path.join(case, "w-ref"), reference_dir=REFERENCE_DIR)),
     "np1": ("trillion", model_args(model=model, binary=args.trillion, max_length=MAX_LENGTH,
-                                   workdir=os.path.join(case, "w-np1"))),
+                                   workdir=os.path.join(case, "w-np1"), activations="f32")),
     "np2": ("trillion", model_args(model=model, binary=args.trillion, max_length=MAX_LENGTH, np=2,
-                                   parallel="pipeline", mpirun=mpirun, workdir=os.path.join(case, "w-np2"))),
+                                   parallel="pipeline", mpirun=mpirun, workdir=os.path.join(case, "w-np2"), activations="f32")),
     "np2-expert": ("trillion", model_args(model=model, binary=args.trillion, max_length=MAX_LENGTH, np=2,
-                                          parallel="expert", mpirun=mpirun, workdir=os.path.join(case, "w-np2e"))),
+                                          parallel="expert", mpirun=mpirun, workdir=os.path.join(case, "w-np2e"), activations="f32")),
 }
 got = {}
 for name, (backend, margs) in runs.items():

@@ -88,7 +88,7 @@ long_ctx = [ppl[0][:400], ppl[1][:500], ppl[2][:300]]
 reqs = [inst("loglikelihood", (c, " And the LORD"), i) for i, c in enumerate(long_ctx)]
 reqs += [inst("loglikelihood", ("In the beginning", " God"), 3), inst("loglikelihood", ("In the beginning", " God"), 4)]
 work = os.path.join(case, "w-long")
-lm = TrillionLM(model=model, binary=args.trillion, workdir=work, max_length=L)
+lm = TrillionLM(model=model, binary=args.trillion, workdir=work, max_length=L, activations="f32")
 got = lm.loglikelihood(reqs, disable_tqdm=True)
 files = request_files(work, "score")
 f.check(len(files) == 1, f"one score job for one loglikelihood call, found {files}")
@@ -137,12 +137,14 @@ with open(local_hosts, "w") as fp:
     fp.write("localhost slots=2\n")
 hwork = os.path.join(case, "w-hostfile")
 on_hosts = TrillionLM(model=model, binary=args.trillion, workdir=hwork, max_length=L, np=2, hostfile=local_hosts,
-                      mpirun=args.mpiexec).loglikelihood(reqs, disable_tqdm=True)
+                      mpirun=args.mpiexec, activations="f32").loglikelihood(reqs, disable_tqdm=True)
 job_log = open([os.path.join(hwork, n) for n in os.listdir(hwork) if n.endswith(".log")][0]).read()
 f.check(f"--hostfile {local_hosts}" in job_log and "-np 2" in job_log, f"not run under mpirun --hostfile: {job_log[:300]}")
 f.check(on_hosts == got, f"2 ranks from a hostfile: {on_hosts}, 1 rank: {got}")
 raises(lambda: TrillionLM(model=model, binary=args.trillion, workdir=case, max_lenght=3),
        SetupError, ["max_lenght"], "a misspelt model_arg")
+raises(lambda: TrillionLM(model=model, binary=args.trillion, workdir=case, activations="fp16"),
+       SetupError, ["activations=fp16", "auto, f32, int8 or bf16"], "an unknown compute path")
 
 # -- chat templates ------------------------------------------------------------------------------
 # DeepSeek-V3's template by hand: BOS, then <｜User｜>content, then <｜Assistant｜>.
