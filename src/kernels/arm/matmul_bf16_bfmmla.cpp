@@ -21,7 +21,7 @@ namespace trillion {
 
 namespace {
 
-// w' of every e4m3 byte (bf16_weight): a table read per weight as the panel is widened.
+// w' of every e4m3 byte (bf16_weight): read for a row's last columns (fewer than 8) as the panel is widened.
 const std::array<uint16_t, 256>& weight_table() {
   static const std::array<uint16_t, 256> table = [] {
     std::array<uint16_t, 256> t{};
@@ -36,8 +36,9 @@ inline bfloat16x8_t load_bf16(const uint16_t* p) { return vreinterpretq_bf16_u16
 // w' of 8 e4m3 bytes, exactly: the byte as fp16 bits of w x 2^-8 (sign
 // extended, shifted, bit 14 cleared: the f32 path's decode, subnormals
 // included), widened to f32 (exact), times 2^8 (exact), and each float's
-// upper half (exact: 4 significant bits). 9 instructions for 8 weights,
-// where a table read costs ~10 per weight.
+// upper half (exact: 4 significant bits). 9 instructions for 8 weights in
+// the source; the panel loop around it compiles to 20 (2.5 a weight,
+// bench/neon_loop_counts.py), where a table read cost ~10 a weight.
 inline uint16x8_t widen_half(int8x8_t bytes) {
   const int16x8_t b = vmovl_s8(bytes);
   const uint16x8_t h = vandq_u16(vshlq_n_u16(vreinterpretq_u16_s16(b), 7), vdupq_n_u16(0xBFFF));
