@@ -165,7 +165,7 @@ int run(int argc, char** argv) {
       std::fprintf(stderr, "usage: bench_model --model DIR [--threads N] [--prefill-seqs S] [--prefill-len P]\n"
                            "  [--context C] [--batches 1,4,16,64] [--steps N] [--reps R] [--bandwidth GBPS]\n"
                            "  [--peak GFLOPS] [--floor] [--phases] [--read-probe] [--json FILE]\n"
-                           "  [--activations auto|f32|int8] [--versus DIR [--copy-versus]]\n"
+                           "  [--activations auto|f32|int8|bf16] [--versus DIR [--copy-versus]]\n"
                            "--floor: also time each matrix of a batch-1 step alone (the kernels' floor)\n"
                            "--phases: also time each step by phase (attention projections, W_UK/W_UV, attend,\n"
                            "  router, experts, dense mlp, head, and what none of them covers)\n"

@@ -6,6 +6,8 @@
 
 #include "arena_copy.hpp"
 #include "kernels/matmul_bf16.hpp"
+#include "plan/layout.hpp"
+#include "platform/process_memory.hpp"
 #include "store/manifest.hpp"
 
 namespace trillion::bench {
@@ -110,13 +112,23 @@ StepStats Bench::step(const Batch& batch, const std::vector<int32_t>& tokens, Kv
   return s;
 }
 
+namespace {
+bool int8_copy_fits_host(const ModelStore& store) {
+  const ModelConfig& cfg = store.config();
+  const RankShare whole = make_layout(cfg, model_sizes(cfg, store.manifest()), ParallelMode::pipeline, 1).ranks.at(0);
+  const int64_t memory = platform::physical_memory_bytes();
+  return memory <= 0 || share_int8_copy_bytes(cfg, store.manifest(), whole) < memory;
+}
+}  // namespace
+
 LoadedModel::LoadedModel(const std::string& dir, ThreadPool& pool, const std::string& activations, bool copied)
     // Checksums off: hashing would stream every tensor once more at first use.
     : store(ModelStore::open(dir, StoreOptions{false})),
-      // auto on FP8 as if the int8 copy did not fit: a bench weighs no
-      // memory, and reading the FP8 pages in place was its default (take
-      // the copy with int8).
-      act(resolve_activations(activations, store->manifest().weight_format, false, bf16_auto_faster())),
+      // auto as a one-rank run on this host decides it: on FP8 the int8
+      // copy counts as fitting when the whole model's copy is smaller than
+      // the host's memory (the run's check, less its KV cache and buffers).
+      act(resolve_activations(activations, store->manifest().weight_format, int8_copy_fits_host(*store),
+                              bf16_auto_faster())),
       int8(std::make_unique<Int8FromFp8Source>(*store, &pool)),
       weights(requantizes_fp8(act, store->manifest().weight_format) ? static_cast<TensorSource*>(int8.get())
                                                                      : store.get()) {

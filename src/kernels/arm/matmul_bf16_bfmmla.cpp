@@ -12,7 +12,6 @@
 #include <arm_neon.h>
 
 #include <algorithm>
-#include <array>
 #include <vector>
 
 #include "kernels/matmul_bf16.hpp"
@@ -20,16 +19,6 @@
 namespace trillion {
 
 namespace {
-
-// w' of every e4m3 byte (bf16_weight): read for a row's last columns (fewer than 8) as the panel is widened.
-const std::array<uint16_t, 256>& weight_table() {
-  static const std::array<uint16_t, 256> table = [] {
-    std::array<uint16_t, 256> t{};
-    for (int b = 0; b < 256; ++b) t[size_t(b)] = bf16_weight(uint8_t(b));
-    return t;
-  }();
-  return table;
-}
 
 inline bfloat16x8_t load_bf16(const uint16_t* p) { return vreinterpretq_bf16_u16(vld1q_u16(p)); }
 
@@ -162,7 +151,6 @@ void matmul_bf16_rows_bfmmla(const QMatrix& W, const Bf16Rows& xb, float* y, int
     for (int64_t q = 0; q < quads; ++q)
       std::copy_n(xb.row(t) + q * 4, 4, &xp[size_t(((t / 2) * quads + q) * 8 + (t % 2) * 4)]);
   if (pairs == 1) return rows_one_pair(W, xp.data(), quads, xb.n, y, ldy, r0, r1);
-  const auto& table = weight_table();
   const auto* w = static_cast<const uint8_t*>(W.data);
   const auto* sc = static_cast<const float*>(W.scale);
   const int64_t blocks = (xb.stride + kBf16Block - 1) / kBf16Block;
@@ -182,7 +170,7 @@ void matmul_bf16_rows_bfmmla(const QMatrix& W, const Bf16Rows& xb, float* y, int
           vst1_u16(dst + (c / 4) * 8, vget_low_u16(v));
           vst1_u16(dst + (c / 4 + 1) * 8, vget_high_u16(v));
         }
-        for (; c < quads * 4; ++c) dst[(c / 4) * 8 + c % 4] = c < W.cols ? table[src[c]] : 0;
+        for (; c < quads * 4; ++c) dst[(c / 4) * 8 + c % 4] = c < W.cols ? bf16_weight(src[c]) : 0;  // a row's last (< 8) columns
       }
     // Per row pair and block, the scale vector in BFMMLA's output order: a, a, b, b.
     for (int rp = 0; rp < 2; ++rp)

@@ -38,27 +38,22 @@ bool arm_has_dotprod() {
 #endif
 }
 
-bool arm_has_i8mm() {
+namespace {
+// One bit of AT_HWCAP2, by its number in asm/hwcap.h (I8MM 13, BF16 14):
+// the numbers rather than the names, which older C libraries lack.
+bool hwcap2_bit(unsigned bit) {
 #if defined(__aarch64__)
-#if !defined(HWCAP2_I8MM)
-#define HWCAP2_I8MM (1 << 13)
-#endif
-  return (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+  return (getauxval(AT_HWCAP2) >> bit) & 1;
 #else
+  (void)bit;
   return false;
 #endif
 }
+}  // namespace
 
-bool arm_has_bf16() {
-#if defined(__aarch64__)
-#if !defined(HWCAP2_BF16)
-#define HWCAP2_BF16 (1 << 14)
-#endif
-  return (getauxval(AT_HWCAP2) & HWCAP2_BF16) != 0;
-#else
-  return false;
-#endif
-}
+bool arm_has_i8mm() { return hwcap2_bit(13); }
+
+bool arm_has_bf16() { return hwcap2_bit(14); }
 
 bool allowed_cpus(std::vector<unsigned>& cpus) {
   cpu_set_t set;
